@@ -1,0 +1,1 @@
+"""Sans-IO implementation of the RocketMQ remoting protocol: bytes in, events out."""

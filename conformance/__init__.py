@@ -1,0 +1,1 @@
+"""Real Apache RocketMQ and the real Java client, and the scenario suite run against both."""

@@ -1,0 +1,1 @@
+"""A drop-in namesrv + broker served by Twisted."""

@@ -1,0 +1,1 @@
+"""A recording proxy in front of a real RocketMQ cluster."""

@@ -1,0 +1,1 @@
+"""PySpark jobs that ingest, analyse and replay captures."""

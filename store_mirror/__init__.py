@@ -1,0 +1,1 @@
+"""The broker's commitlog store, byte-compatible with Apache RocketMQ's on-disk layout."""
