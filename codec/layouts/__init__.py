@@ -1,0 +1,1 @@
+"""``construct`` declarations of the binary layouts: the readable spec and the hot paths' test oracle."""
