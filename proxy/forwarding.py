@@ -1,0 +1,423 @@
+"""The recording proxy: a namesrv listener plus one listener per upstream broker, all on Twisted.
+
+Every accepted connection is paired 1:1 with its own upstream connection, as in
+``twisted.protocols.portforward``: reading from the client is paused until the upstream connection
+exists, each transport is the streaming producer of the other (a full write buffer on one side stops
+reading on the other), and closing either side closes the other. Because the pairing is 1:1,
+broker-initiated requests (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED,
+GET_CONSUMER_RUNNING_INFO, ...) come back on the very connection of the client they are meant for.
+
+Bytes are forwarded as they arrive. Only upstream-to-client traffic of namesrv connections is held
+back until its frame is complete, because those answers may carry broker addresses to rewrite
+(:mod:`rmqtwin.proxy.rewrite`); a frame that needs no change is still forwarded byte for byte.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.internet import defer
+from twisted.internet.interfaces import IAddress, IListeningPort, IPushProducer
+from twisted.internet.protocol import ClientFactory, Factory, Protocol
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, FLAG_RAW, FLAG_REWRITTEN, Endpoint
+from rmqtwin.proxy.recorder import Recorder
+from rmqtwin.proxy.rewrite import AddressRewriter
+from rmqtwin.proxy.wire import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
+
+__all__ = ["KIND_BROKER", "KIND_HA", "KIND_NAMESRV", "ProxiedConnection", "RecordingProxy", "Upstream"]
+
+KIND_NAMESRV = "namesrv"
+KIND_BROKER = "broker"
+KIND_HA = "ha"
+"""A broker's HA port: not the remoting protocol, so forwarded and recorded as raw chunks."""
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> Upstream:
+        host, sep, port = text.strip().rpartition(":")
+        if not sep or not port.isdigit() or not host:
+            raise ValueError(f"not a host:port address: {text!r}")
+        return cls(host.strip("[]"), int(port))
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def _endpoint(address: IAddress) -> Endpoint:
+    host = getattr(address, "host", None)
+    port = getattr(address, "port", None)
+    if host is None or port is None:
+        return Endpoint("::", 0)
+    return Endpoint(str(host), int(port))
+
+
+@implementer(IPushProducer)
+class _Gate:
+    """Pauses a transport's reading while any reason to pause holds.
+
+    Several parties pause the same transport: the peer's full write buffer, the recorder falling
+    behind, the upstream connection not being there yet. Twisted's pause/resume do not count, so
+    each party names its reason and reading resumes only when none is left.
+    """
+
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+        self.reasons: set[str] = set()
+
+    def pause(self, reason: str) -> None:
+        if not self.reasons:
+            self.transport.pauseProducing()
+        self.reasons.add(reason)
+
+    def resume(self, reason: str) -> None:
+        if reason in self.reasons:
+            self.reasons.discard(reason)
+            if not self.reasons:
+                self.transport.resumeProducing()
+
+    # IPushProducer, registered with the peer's transport.
+    def pauseProducing(self) -> None:
+        self.pause("peer")
+
+    def resumeProducing(self) -> None:
+        self.resume("peer")
+
+    def stopProducing(self) -> None:
+        self.transport.loseConnection()
+
+
+class _UpstreamProtocol(Protocol):
+    def __init__(self, owner: ProxiedConnection) -> None:
+        self.owner = owner
+        self.gate: _Gate | None = None
+
+    @property
+    def _t(self) -> Any:
+        """The TCP transport, with its producer/consumer and address methods."""
+        return self.transport
+
+    def connectionMade(self) -> None:
+        self.owner.upstream_connected(self)
+
+    def dataReceived(self, data: bytes) -> None:
+        self.owner.from_upstream(data)
+
+    def connectionLost(self, reason: Failure = Failure(ConnectionError())) -> None:  # noqa: B008
+        self.owner.upstream_lost(reason)
+
+
+class _UpstreamFactory(ClientFactory):
+    def __init__(self, owner: ProxiedConnection) -> None:
+        self.owner = owner
+
+    def buildProtocol(self, addr: IAddress | None) -> _UpstreamProtocol:
+        return _UpstreamProtocol(self.owner)
+
+    def clientConnectionFailed(self, connector: Any, reason: Failure) -> None:
+        self.owner.upstream_failed(reason)
+
+
+class ProxiedConnection(Protocol):
+    """One accepted client connection and its upstream twin."""
+
+    def __init__(self, proxy: RecordingProxy, kind: str, targets: Sequence[Upstream], listener: str) -> None:
+        self.proxy = proxy
+        self.kind = kind
+        self.targets = list(targets)
+        self.listener = listener
+        self.conn_id = 0
+        self.gate: _Gate | None = None
+        self.upstream: _UpstreamProtocol | None = None
+        self._connector: Any = None
+        self._attempt = 0
+        self._closed = False
+        self.client = Endpoint("::", 0)
+        self.server = Endpoint("::", 0)
+        recording = proxy.recorder is not None and kind != KIND_HA
+        max_frame = proxy.max_frame_size
+        self._c2u = FrameSplitter(max_frame) if recording else None
+        self._rewrite = kind == KIND_NAMESRV
+        self._u2c = FrameSplitter(max_frame) if (recording or self._rewrite) else None
+
+    @property
+    def _t(self) -> Any:
+        """The TCP transport, with its producer/consumer and address methods."""
+        return self.transport
+
+    # -- client side ----------------------------------------------------------------------------
+
+    def connectionMade(self) -> None:
+        self.conn_id = self.proxy.next_conn_id()
+        self.client = _endpoint(self._t.getPeer())
+        self.gate = _Gate(self.transport)
+        self.gate.pause("connecting")
+        self.proxy.connections.add(self)
+        self._connect_next()
+
+    def _connect_next(self) -> None:
+        target = self.targets[self._attempt % len(self.targets)]
+        self._attempt += 1
+        self._connector = self.proxy.reactor.connectTCP(
+            target.host, target.port, _UpstreamFactory(self), timeout=self.proxy.connect_timeout
+        )
+
+    def dataReceived(self, data: bytes) -> None:
+        up = self.upstream
+        if up is None or up.transport is None:
+            return
+        up._t.write(data)
+        recorder = self.proxy.recorder
+        if recorder is not None:
+            if self._c2u is None:
+                recorder.frames(
+                    self.conn_id, self.client, self.server, DIR_TO_SERVER, [bytes(data)], FLAG_RAW
+                )
+                return
+            frames = self._c2u.feed(data)
+            if frames:
+                recorder.frames(self.conn_id, self.client, self.server, DIR_TO_SERVER, frames)
+            if self._c2u.raw:
+                recorder.frames(
+                    self.conn_id, self.client, self.server, DIR_TO_SERVER, self._c2u.take_raw(), FLAG_RAW
+                )
+
+    def connectionLost(self, reason: Failure = Failure(ConnectionError())) -> None:  # noqa: B008
+        self.proxy.connections.discard(self)
+        up = self.upstream
+        if up is not None and up.transport is not None:
+            up._t.loseConnection()
+        elif self._connector is not None and getattr(self._connector, "state", "") == "connecting":
+            self._connector.stopConnecting()
+        self._record_close(f"client closed: {reason.getErrorMessage()}")
+
+    # -- upstream side --------------------------------------------------------------------------
+
+    def upstream_connected(self, up: _UpstreamProtocol) -> None:
+        if self._closed or not self._t.connected:
+            up._t.loseConnection()
+            return
+        assert self.gate is not None and up.transport is not None
+        self.upstream = up
+        up.gate = _Gate(up.transport)
+        self.server = _endpoint(up._t.getPeer())
+        # portforward's wiring: each transport is the streaming producer of the other.
+        self._t.registerProducer(up.gate, True)
+        up._t.registerProducer(self.gate, True)
+        if self.proxy.recorder is not None:
+            self.proxy.recorder.connection_opened(
+                self.conn_id,
+                self.client,
+                self.server,
+                {"kind": self.kind, "listener": self.listener, "upstream": str(self.targets[0])},
+            )
+            if self.proxy.recorder.behind:
+                self.gate.pause("recorder")
+                up.gate.pause("recorder")
+        self.gate.resume("connecting")
+
+    def upstream_failed(self, reason: Failure) -> None:
+        if self._closed:
+            return
+        if self.kind == KIND_NAMESRV and self._attempt < len(self.targets):
+            self._connect_next()
+            return
+        self._record_close(f"upstream connect failed: {reason.getErrorMessage()}")
+        self._t.loseConnection()
+
+    def from_upstream(self, data: bytes) -> None:
+        recorder = self.proxy.recorder
+        write = self._t.write
+        splitter = self._u2c
+        if splitter is None:
+            write(data)
+            if recorder is not None:
+                recorder.frames(
+                    self.conn_id, self.client, self.server, DIR_TO_CLIENT, [bytes(data)], FLAG_RAW
+                )
+            return
+        if not self._rewrite:
+            write(data)
+            frames = splitter.feed(data)
+            if recorder is not None and frames:
+                recorder.frames(self.conn_id, self.client, self.server, DIR_TO_CLIENT, frames)
+        else:
+            frames = splitter.feed(data)
+            rewriter = self.proxy.rewriter
+            plain: list[bytes] = []
+            rewritten: list[bytes] = []
+            for frame in frames:
+                new = rewriter.rewrite_frame(frame)
+                if new is None:
+                    write(frame)
+                    plain.append(frame)
+                else:
+                    write(new)
+                    rewritten.append(frame)
+            if recorder is not None:
+                if plain:
+                    recorder.frames(self.conn_id, self.client, self.server, DIR_TO_CLIENT, plain)
+                if rewritten:
+                    recorder.frames(
+                        self.conn_id, self.client, self.server, DIR_TO_CLIENT, rewritten, FLAG_REWRITTEN
+                    )
+        if splitter.raw:
+            chunks = splitter.take_raw()
+            if self._rewrite:
+                for chunk in chunks:
+                    write(chunk)
+            if recorder is not None and chunks:
+                recorder.frames(self.conn_id, self.client, self.server, DIR_TO_CLIENT, chunks, FLAG_RAW)
+
+    def upstream_lost(self, reason: Failure) -> None:
+        self._record_close(f"upstream closed: {reason.getErrorMessage()}")
+        self._t.loseConnection()
+
+    # -- both -----------------------------------------------------------------------------------
+
+    def pause_for(self, reason: str) -> None:
+        for gate in (self.gate, self.upstream.gate if self.upstream else None):
+            if gate is not None:
+                gate.pause(reason)
+
+    def resume_for(self, reason: str) -> None:
+        for gate in (self.gate, self.upstream.gate if self.upstream else None):
+            if gate is not None:
+                gate.resume(reason)
+
+    def _record_close(self, reason: str) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.proxy.recorder is not None and self.upstream is not None:
+            self.proxy.recorder.connection_closed(self.conn_id, self.client, self.server, reason)
+
+
+class _ListenerFactory(Factory):
+    def __init__(self, proxy: RecordingProxy, kind: str, targets: Sequence[Upstream]) -> None:
+        self.proxy = proxy
+        self.kind = kind
+        self.targets = list(targets)
+        self.listener = ""
+
+    def buildProtocol(self, addr: IAddress | None) -> ProxiedConnection:
+        return ProxiedConnection(self.proxy, self.kind, self.targets, self.listener)
+
+
+class RecordingProxy:
+    """Listens as a namesrv in front of ``namesrv_upstreams`` and opens a listener per broker it sees.
+
+    ``advertise_host`` is the host written into rewritten answers (defaults to ``listen_host``, or
+    127.0.0.1 when that is a wildcard). ``recorder`` is optional: without one the proxy only forwards.
+    """
+
+    def __init__(
+        self,
+        reactor: Any,
+        namesrv_upstreams: Sequence[Upstream],
+        *,
+        listen_host: str = "127.0.0.1",
+        advertise_host: str | None = None,
+        recorder: Recorder | None = None,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        if not namesrv_upstreams:
+            raise ValueError("at least one upstream namesrv is needed")
+        self.reactor = reactor
+        self.namesrv_upstreams = list(namesrv_upstreams)
+        self.listen_host = listen_host
+        if advertise_host is None:
+            advertise_host = "127.0.0.1" if listen_host in ("", "0.0.0.0", "::") else listen_host
+        self.advertise_host = advertise_host
+        self.recorder = recorder
+        self.max_frame_size = max_frame_size
+        self.connect_timeout = connect_timeout
+        self.rewriter = AddressRewriter(self.resolve)
+        self.connections: set[ProxiedConnection] = set()
+        self.ports: list[IListeningPort] = []
+        self.broker_listeners: dict[tuple[str, str], str] = {}
+        """(upstream address, kind) -> advertised address of the listener standing in for it."""
+        self._ids = itertools.count(1)
+        if recorder is not None:
+            recorder.on_backpressure = self._on_backpressure
+
+    def next_conn_id(self) -> int:
+        return next(self._ids)
+
+    def listen(self, port: int = 9876) -> IListeningPort:
+        """Open the namesrv listener (port 0 picks a free one)."""
+        factory = _RotatingNamesrvFactory(self, self.namesrv_upstreams)
+        listening: IListeningPort = self.reactor.listenTCP(port, factory, interface=self.listen_host)
+        factory.listener = self._advertised(listening)
+        self.ports.append(listening)
+        return listening
+
+    def _advertised(self, port: IListeningPort) -> str:
+        return f"{self.advertise_host}:{port.getHost().port}"  # type: ignore[attr-defined]
+
+    def resolve(self, upstream_addr: str, kind: str) -> str | None:
+        """The advertised address standing in for ``upstream_addr``; opens its listener on first sight."""
+        key = (upstream_addr, kind)
+        known = self.broker_listeners.get(key)
+        if known is not None:
+            return known
+        if upstream_addr in {v for v in self.broker_listeners.values()}:
+            return None  # already one of ours
+        try:
+            target = Upstream.parse(upstream_addr)
+        except ValueError:
+            return None
+        factory = _ListenerFactory(self, kind, [target])
+        listening = self.reactor.listenTCP(0, factory, interface=self.listen_host)
+        factory.listener = self._advertised(listening)
+        self.ports.append(listening)
+        self.broker_listeners[key] = factory.listener
+        return factory.listener
+
+    def _on_backpressure(self, paused: bool) -> None:
+        for conn in list(self.connections):
+            if paused:
+                conn.pause_for("recorder")
+            else:
+                conn.resume_for("recorder")
+
+    def stop(self) -> defer.Deferred[None]:
+        """Stop listening, close every connection, then flush and close the capture."""
+        waits = [defer.maybeDeferred(p.stopListening) for p in self.ports]
+        self.ports.clear()
+        for conn in list(self.connections):
+            conn._t.loseConnection()
+            if conn.upstream is not None and conn.upstream.transport is not None:
+                conn.upstream._t.loseConnection()
+        done: defer.Deferred[None] = defer.DeferredList(waits).addCallback(lambda _: None)
+        if self.recorder is not None:
+            recorder = self.recorder
+
+            def close_capture(_: None) -> None:
+                recorder.close()
+
+            done.addCallback(close_capture)
+        return done
+
+
+class _RotatingNamesrvFactory(_ListenerFactory):
+    """Namesrv listener: each new client starts at the next upstream namesrv, failing over in order."""
+
+    def __init__(self, proxy: RecordingProxy, targets: Sequence[Upstream]) -> None:
+        super().__init__(proxy, KIND_NAMESRV, targets)
+        self._next = itertools.count()
+
+    def buildProtocol(self, addr: IAddress | None) -> ProxiedConnection:
+        n = next(self._next) % len(self.targets)
+        return ProxiedConnection(self.proxy, self.kind, self.targets[n:] + self.targets[:n], self.listener)

@@ -1,0 +1,48 @@
+"""Frame builders for the proxy tests, written from the wire layout (protocol.md §1.2-1.4)."""
+
+from __future__ import annotations
+
+import struct
+
+import orjson
+
+
+def json_frame(
+    code: int,
+    opaque: int,
+    *,
+    flag: int = 0,
+    ext: dict[str, str] | None = None,
+    body: bytes = b"",
+    remark: str | None = None,
+) -> bytes:
+    header: dict[str, object] = {"code": code}
+    if ext is not None:
+        header["extFields"] = ext
+    header.update({"flag": flag, "language": "JAVA", "opaque": opaque})
+    if remark is not None:
+        header["remark"] = remark
+    header.update({"serializeTypeCurrentRPC": "JSON", "version": 409})
+    raw = orjson.dumps(header)
+    return struct.pack(">II", 4 + len(raw) + len(body), len(raw)) + raw + body
+
+
+def binary_frame(
+    code: int,
+    opaque: int,
+    *,
+    flag: int = 0,
+    ext: dict[str, str] | None = None,
+    body: bytes = b"",
+    remark: str | None = None,
+) -> bytes:
+    remark_raw = remark.encode() if remark else b""
+    header = (
+        struct.pack(">hBhii", code, 0, 409, opaque, flag) + struct.pack(">i", len(remark_raw)) + remark_raw
+    )
+    section = b"".join(
+        struct.pack(">h", len(k.encode())) + k.encode() + struct.pack(">i", len(v.encode())) + v.encode()
+        for k, v in (ext or {}).items()
+    )
+    header += struct.pack(">i", len(section)) + section
+    return struct.pack(">II", 4 + len(header) + len(body), (1 << 24) | len(header)) + header + body

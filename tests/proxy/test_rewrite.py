@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import struct
+
+from rmqtwin.codec.fastjson import loads
+from rmqtwin.proxy.rewrite import AddressRewriter
+from rmqtwin.proxy.wire import peek_header
+from tests.proxy.frames import binary_frame, json_frame
+
+# protocol.md §3.17 (standard JSON, quoted keys) and §3.18 (plain fastjson, unquoted keys), two brokers.
+ROUTE_QUOTED = (
+    b'{"brokerDatas":[{"brokerAddrs":{"0":"10.0.0.5:10911","1":"10.0.0.6:10911"},"brokerName":"broker-a",'
+    b'"cluster":"DefaultCluster","enableActingMaster":false}],"filterServerTable":{"10.0.0.5:10911":["10.0.0.9:1"]},'
+    b'"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}'
+)
+ROUTE_UNQUOTED = ROUTE_QUOTED.replace(b'{"0":', b"{0:").replace(b',"1":', b",1:")
+CLUSTER_INFO = (
+    b'{"brokerAddrTable":{"broker-a":{"brokerAddrs":{0:"10.0.0.5:10911"},"brokerName":"broker-a",'
+    b'"cluster":"DefaultCluster"}},"clusterAddrTable":{"DefaultCluster":["broker-a"]}}'
+)
+
+
+class Ports:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.table: dict[tuple[str, str], str] = {}
+
+    def __call__(self, addr: str, kind: str) -> str:
+        self.calls.append((addr, kind))
+        return self.table.setdefault((addr, kind), f"127.0.0.1:{40000 + len(self.table)}")
+
+
+def body_of(frame: bytes) -> bytes:
+    return frame[8 + (struct.unpack_from(">I", frame, 4)[0] & 0xFFFFFF) :]
+
+
+def test_route_data_quoted_keys_keep_their_dialect() -> None:
+    ports = Ports()
+    frame = json_frame(0, 5, flag=1, body=ROUTE_QUOTED)
+    out = AddressRewriter(ports).rewrite_frame(frame)
+    assert out is not None
+    body = body_of(out)
+    assert body == (
+        ROUTE_QUOTED.replace(b"10.0.0.5:10911", b"127.0.0.1:40000").replace(
+            b"10.0.0.6:10911", b"127.0.0.1:40001"
+        )
+    )
+    assert b'{"0":"127.0.0.1:40000","1":"127.0.0.1:40001"}' in body
+    parsed = loads(body)
+    assert parsed["queueDatas"] == loads(ROUTE_QUOTED)["queueDatas"]
+    assert set(parsed["filterServerTable"]) == {"127.0.0.1:40000"}
+    assert struct.unpack_from(">I", out)[0] == len(out) - 4
+    # header bytes are untouched
+    assert out[8 : len(out) - len(body)] == frame[8 : len(frame) - len(ROUTE_QUOTED)]
+
+
+def test_route_data_unquoted_keys_stay_unquoted() -> None:
+    ports = Ports()
+    out = AddressRewriter(ports).rewrite_frame(json_frame(0, 5, flag=1, body=ROUTE_UNQUOTED))
+    assert out is not None
+    assert b'{0:"127.0.0.1:40000",1:"127.0.0.1:40001"}' in body_of(out)
+
+
+def test_cluster_info_and_the_same_broker_maps_to_the_same_listener() -> None:
+    ports = Ports()
+    rewriter = AddressRewriter(ports)
+    rewriter.rewrite_frame(json_frame(0, 5, flag=1, body=ROUTE_QUOTED))
+    out = rewriter.rewrite_frame(json_frame(0, 6, flag=1, body=CLUSTER_INFO))
+    assert out is not None
+    assert body_of(out) == CLUSTER_INFO.replace(b"10.0.0.5:10911", b"127.0.0.1:40000")
+    assert rewriter.rewritten_frames == 2
+
+
+def test_topic_list_broker_addr() -> None:
+    body = b'{"brokerAddr":"10.0.0.5:10911","topicList":["DefaultCluster","broker-a"]}'
+    out = AddressRewriter(Ports()).rewrite_frame(json_frame(0, 1, flag=1, body=body))
+    assert out is not None
+    assert body_of(out) == b'{"brokerAddr":"127.0.0.1:40000","topicList":["DefaultCluster","broker-a"]}'
+
+
+def test_frames_without_addresses_are_left_alone() -> None:
+    ports = Ports()
+    rewriter = AddressRewriter(ports)
+    assert rewriter.rewrite_frame(json_frame(0, 1, flag=1, body=b'{"topicList":["a"]}')) is None
+    assert rewriter.rewrite_frame(json_frame(17, 1, flag=1, remark="No topic route info")) is None
+    assert rewriter.rewrite_frame(b"\x00\x00\x00\x09garbage") is None
+    assert ports.calls == []
+
+
+def test_register_broker_answer_header_fields_json_and_binary() -> None:
+    ports = Ports()
+    ext = {"haServerAddr": "10.0.0.5:10912", "masterAddr": "10.0.0.5:10911"}
+    out = AddressRewriter(ports).rewrite_frame(json_frame(0, 9, flag=1, ext=ext))
+    assert out is not None
+    peek = peek_header(out)
+    assert peek is not None
+    assert peek.ext_fields == {"haServerAddr": "127.0.0.1:40000", "masterAddr": "127.0.0.1:40001"}
+    assert ports.calls == [("10.0.0.5:10912", "ha"), ("10.0.0.5:10911", "broker")]
+
+    out = AddressRewriter(ports).rewrite_frame(binary_frame(0, 9, flag=1, ext=ext, body=b"{}"))
+    assert out is not None
+    peek = peek_header(out)
+    assert peek is not None and peek.serialize_type == 1 and peek.opaque == 9
+    assert peek.ext_fields == {"haServerAddr": "127.0.0.1:40000", "masterAddr": "127.0.0.1:40001"}
+    assert body_of(out) == b"{}"

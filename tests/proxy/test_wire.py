@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import struct
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rmqtwin.proxy.wire import FrameSplitter, mask_credentials, peek_header
+from tests.proxy.frames import binary_frame, json_frame
+
+# protocol.md §1.4: GET_ROUTEINFO_BY_TOPIC "T", opaque 1, version 409, ROCKETMQ header.
+SHEET_BINARY = bytes.fromhex(
+    "000000250100002100690001990000000100000000000000000000000c0005746f7069630000000154"
+)
+
+
+def test_peek_json_header_from_protocol_sheet() -> None:
+    header = (
+        b'{"code":105,"extFields":{"topic":"T"},"flag":0,"language":"JAVA","opaque":1,'
+        b'"serializeTypeCurrentRPC":"JSON","version":409}'
+    )
+    frame = struct.pack(">II", 4 + len(header), len(header)) + header
+    assert frame[:8] == bytes.fromhex("0000007f0000007b")
+    peek = peek_header(frame)
+    assert peek is not None
+    assert (peek.serialize_type, peek.code, peek.opaque, peek.flag) == (0, 105, 1, 0)
+    assert peek.ext_fields == {"topic": "T"}
+
+
+def test_peek_binary_header_from_protocol_sheet() -> None:
+    peek = peek_header(SHEET_BINARY)
+    assert peek is not None
+    assert (peek.serialize_type, peek.code, peek.opaque, peek.flag, peek.version) == (1, 105, 1, 0, 409)
+    assert peek.ext_fields == {"topic": "T"}
+    assert binary_frame(105, 1, ext={"topic": "T"}) == SHEET_BINARY
+
+
+def test_peek_rejects_garbage_and_wrong_lengths() -> None:
+    assert peek_header(b"\x00\x00\x00\x04\x00\x00\x00\x00") is None  # empty JSON header
+    assert peek_header(struct.pack(">II", 8, 4) + b"{bad") is None
+    frame = json_frame(10, 7)
+    assert peek_header(frame[:-1]) is None
+    assert peek_header(struct.pack(">II", 4, 2 << 24)) is None  # unknown serialize type
+
+
+@given(
+    bodies=st.lists(st.binary(max_size=300), min_size=1, max_size=8),
+    cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=12),
+)
+def test_splitter_returns_the_same_frames_whatever_the_chunking(bodies: list[bytes], cuts: list[int]) -> None:
+    frames = [json_frame(10, i, body=b) for i, b in enumerate(bodies)]
+    stream = b"".join(frames)
+    points = sorted({c % (len(stream) + 1) for c in cuts})
+    chunks = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)], strict=True)]
+    splitter = FrameSplitter()
+    out: list[bytes] = []
+    for chunk in chunks:
+        out.extend(splitter.feed(chunk))
+    assert out == frames
+    assert splitter.buffered == 0
+    assert not splitter.raw
+
+
+def test_splitter_goes_raw_on_an_impossible_length_and_keeps_every_byte() -> None:
+    good = json_frame(10, 1)
+    bad = b"\x16\x03\x01\x02\x00" + b"x" * 20  # a TLS ClientHello-like start: length word far too large
+    splitter = FrameSplitter(max_frame_size=1024)
+    assert splitter.feed(good + bad[:3]) == [good]
+    assert splitter.feed(bad[3:]) == []
+    assert splitter.raw
+    assert b"".join(splitter.take_raw()) == bad
+    assert splitter.feed(b"more") == []
+    assert splitter.take_raw() == [b"more"]
+
+
+def test_splitter_large_frame_in_small_chunks() -> None:
+    frame = json_frame(10, 1, body=b"z" * 200_000)
+    splitter = FrameSplitter()
+    out: list[bytes] = []
+    for i in range(0, len(frame), 4096):
+        out.extend(splitter.feed(frame[i : i + 4096]))
+    assert out == [frame]
+
+
+def test_mask_credentials_json_keeps_length_and_body() -> None:
+    ext = {"topic": "T", "AccessKey": "rocketmq2", "Signature": "c2lnbmF0dXJl+/==", "SecurityToken": "tok"}
+    frame = json_frame(10, 3, ext=ext, body=b"AccessKey in the body stays")
+    masked = mask_credentials(frame)
+    assert masked is not None and len(masked) == len(frame)
+    peek = peek_header(masked)
+    assert peek is not None
+    assert peek.ext_fields == {
+        "topic": "T",
+        "AccessKey": "*" * 9,
+        "Signature": "*" * 16,
+        "SecurityToken": "***",
+    }
+    assert masked.endswith(b"AccessKey in the body stays")
+    assert mask_credentials(json_frame(10, 3, ext={"topic": "T"})) is None
+
+
+def test_mask_credentials_binary() -> None:
+    frame = binary_frame(310, 9, ext={"a": "g", "AccessKey": "ak", "Signature": "sig="})
+    masked = mask_credentials(frame)
+    assert masked is not None and len(masked) == len(frame)
+    peek = peek_header(masked)
+    assert peek is not None
+    assert peek.ext_fields == {"a": "g", "AccessKey": "**", "Signature": "****"}
