@@ -1,0 +1,505 @@
+"""``RemotingCommand``: the header + body unit of the remoting protocol, in both header serializations.
+
+Encoding reproduces Java's bytes exactly:
+
+* JSON headers as fastjson writes a ``RemotingCommand`` bean: keys sorted (``code``, ``extFields``,
+  ``flag``, ``language``, ``opaque``, ``remark``, ``serializeTypeCurrentRPC``, ``version``), nulls omitted,
+  language by name, non-ASCII raw UTF-8. ``extFields`` is a ``HashMap<String, String>`` that fastjson
+  writes in the map's own iteration order (``MapSortField`` is not among the default features), so the
+  entries come out in Java HashMap bucket order, which :func:`java_hash_map_order` computes. String
+  escaping differs between fastjson 1.x (RocketMQ 4.9.x up to 5.3.x) and fastjson2 (5.4 on): see
+  :class:`JsonDialect`.
+* ROCKETMQ binary headers as ``RocketMQSerializable`` writes them (int16 code and version, so codes above
+  32767 are truncated exactly as Java's ``(short)`` cast truncates them), with the map in the same order.
+
+Decoding is liberal the way fastjson is (missing keys take defaults, language by name or ordinal, numbers
+given as strings) and raises :class:`~rmqtwin.codec.errors.FrameError` for anything it cannot read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+from rmqtwin.codec.codes import CURRENT_VERSION_4, LanguageCode, RequestCode, ResponseCode, SerializeType
+from rmqtwin.codec.errors import FrameError
+from rmqtwin.codec.frame import encode_frame, split_header
+
+__all__ = [
+    "ONEWAY_FLAG",
+    "RESPONSE_FLAG",
+    "JsonDialect",
+    "RemotingCommand",
+    "create_request",
+    "create_response",
+    "decode_command",
+    "decode_whole_frame",
+    "encode_command",
+    "encode_header",
+    "ext_fields_in_wire_order",
+    "java_hash_map_order",
+    "java_string_hash",
+]
+
+RESPONSE_FLAG = 1
+"""``flag`` bit 0: the command is a response (``RemotingCommand.RPC_TYPE``)."""
+ONEWAY_FLAG = 2
+"""``flag`` bit 1: the request expects no response (``RemotingCommand.RPC_ONEWAY``)."""
+
+_DEFAULT_MAP_CAPACITY = 16
+
+
+class JsonDialect(Enum):
+    """Which fastjson wrote the JSON header; they escape strings differently.
+
+    FASTJSON1 (fastjson 1.2.x, RocketMQ 4.9.x to 5.3.x): ``\\b \\t \\n \\f \\r \\" \\\\`` short forms,
+    other C0 controls, DEL..U+009F, U+2028 and U+2029 as ``\\u00XX`` with upper-case hex.
+    FASTJSON2 (RocketMQ 5.4 and later, e.g. 5.5.0): the same short forms, other C0 controls with
+    lower-case hex, nothing else escaped.
+    """
+
+    FASTJSON1 = 1
+    FASTJSON2 = 2
+
+
+@dataclass(slots=True)
+class RemotingCommand:
+    """One request or response.
+
+    ``code`` is a request code in requests and a response code in responses; codes and languages are
+    enum members when known and plain ints otherwise. ``ext_fields`` holds the custom header, insertion
+    ordered like the Java ``HashMap`` it models; ``ext_fields_capacity`` is that map's initial capacity
+    (16 for ``new HashMap<>()`` as used by ``makeCustomHeaderToNet``, 256 for 5.x ``addExtField`` on a
+    command without a header), which decides the bucket order Java writes the entries in.
+    """
+
+    code: int
+    language: int = LanguageCode.JAVA
+    version: int = 0
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    ext_fields: dict[str, str] | None = None
+    body: bytes | None = None
+    serialize_type: SerializeType = SerializeType.JSON
+    ext_fields_capacity: int = field(default=_DEFAULT_MAP_CAPACITY, compare=False, repr=False)
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & RESPONSE_FLAG)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & ONEWAY_FLAG)
+
+    def ext(self, name: str, default: str | None = None) -> str | None:
+        """One custom-header field, ``default`` when absent (also when there are no ext fields)."""
+        if self.ext_fields is None:
+            return default
+        return self.ext_fields.get(name, default)
+
+
+def create_request(
+    code: int,
+    ext_fields: dict[str, str] | None = None,
+    body: bytes | None = None,
+    *,
+    version: int = CURRENT_VERSION_4,
+    opaque: int = 0,
+    oneway: bool = False,
+    remark: str | None = None,
+    language: int = LanguageCode.JAVA,
+    serialize_type: SerializeType = SerializeType.JSON,
+) -> RemotingCommand:
+    """A request as ``RemotingCommand.createRequestCommand`` builds it (the connection assigns opaques)."""
+    return RemotingCommand(
+        code=code,
+        language=language,
+        version=version,
+        opaque=opaque,
+        flag=ONEWAY_FLAG if oneway else 0,
+        remark=remark,
+        ext_fields=ext_fields,
+        body=body,
+        serialize_type=serialize_type,
+    )
+
+
+def create_response(
+    request: RemotingCommand,
+    code: int,
+    remark: str | None = None,
+    ext_fields: dict[str, str] | None = None,
+    body: bytes | None = None,
+    *,
+    version: int = CURRENT_VERSION_4,
+) -> RemotingCommand:
+    """The response to ``request``: its opaque, the response flag and its serialize type (4.9.x style)."""
+    return RemotingCommand(
+        code=code,
+        language=LanguageCode.JAVA,
+        version=version,
+        opaque=request.opaque,
+        flag=RESPONSE_FLAG,
+        remark=remark,
+        ext_fields=ext_fields,
+        body=body,
+        serialize_type=request.serialize_type,
+    )
+
+
+# --- Java HashMap iteration order --------------------------------------------------------------------
+
+
+@lru_cache(maxsize=8192)
+def java_string_hash(value: str) -> int:
+    """``String.hashCode()`` (over UTF-16 code units) as a signed 32-bit int."""
+    h = 0
+    if value.isascii():
+        for ch in value.encode("ascii"):
+            h = (31 * h + ch) & 0xFFFFFFFF
+    else:
+        units = value.encode("utf-16-be", "surrogatepass")
+        for i in range(0, len(units), 2):
+            h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def _table_size(initial_capacity: int, size: int) -> int:
+    n = 1
+    while n < initial_capacity:  # HashMap.tableSizeFor
+        n <<= 1
+    while size > int(n * 0.75):  # resize() whenever ++size > threshold (load factor 0.75)
+        n <<= 1
+    return n
+
+
+def _order_uncached(keys: tuple[str, ...], initial_capacity: int) -> tuple[str, ...]:
+    mask = _table_size(initial_capacity, len(keys)) - 1
+
+    def bucket(key: str) -> int:
+        h = java_string_hash(key) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & mask
+
+    # sorted() is stable: within a bucket entries keep insertion order, as Java's chained bins do.
+    return tuple(sorted(keys, key=bucket))
+
+
+_order_cached = lru_cache(maxsize=2048)(_order_uncached)
+
+
+def java_hash_map_order(
+    keys: Iterable[str], initial_capacity: int = _DEFAULT_MAP_CAPACITY
+) -> tuple[str, ...]:
+    """The iteration order of a ``HashMap<String, ?>`` filled with ``keys`` in this order.
+
+    Models ``new HashMap<>(initial_capacity)`` (``new HashMap<>()`` is 16) growing at load factor 0.75,
+    bucket index ``(h ^ (h >>> 16)) & (n - 1)``, and insertion order inside a bucket. Tree bins (8+ keys
+    in one bucket of a 64+ table) are not modelled.
+    """
+    key_tuple = tuple(keys)
+    if len(key_tuple) <= 64:
+        return _order_cached(key_tuple, initial_capacity)
+    return _order_uncached(key_tuple, initial_capacity)
+
+
+# --- JSON header --------------------------------------------------------------------------------------
+
+_SHORT_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+_NEEDS_ESCAPE = {
+    JsonDialect.FASTJSON1: re.compile('[\x00-\x1f"\\\\\x7f-\x9f\u2028\u2029]'),
+    JsonDialect.FASTJSON2: re.compile('[\x00-\x1f"\\\\]'),
+}
+
+
+def _escape1(m: re.Match[str]) -> str:
+    ch = m.group()
+    return _SHORT_ESCAPES.get(ch) or f"\\u{ord(ch):04X}"
+
+
+def _escape2(m: re.Match[str]) -> str:
+    ch = m.group()
+    return _SHORT_ESCAPES.get(ch) or f"\\u{ord(ch):04x}"
+
+
+_ESCAPER = {JsonDialect.FASTJSON1: _escape1, JsonDialect.FASTJSON2: _escape2}
+
+
+def _quote(text: str, dialect: JsonDialect) -> str:
+    pattern = _NEEDS_ESCAPE[dialect]
+    if pattern.search(text) is None:
+        return f'"{text}"'
+    return '"' + pattern.sub(_ESCAPER[dialect], text) + '"'
+
+
+def _language_json(language: int) -> str:
+    try:
+        return f'"{LanguageCode(language).name}"'
+    except ValueError:
+        return str(int(language))
+
+
+_LANGUAGE_JSON = {int(lc): f'"{lc.name}"' for lc in LanguageCode}
+
+
+def _ext_items(cmd: RemotingCommand) -> list[tuple[str, str]]:
+    ext = cmd.ext_fields
+    if not ext:
+        return []
+    return [
+        (k, v)
+        for k in java_hash_map_order(ext, cmd.ext_fields_capacity)
+        if (v := ext[k]) is not None and k is not None
+    ]
+
+
+def _json_header(cmd: RemotingCommand, dialect: JsonDialect) -> bytes:
+    parts = ['{"code":', str(int(cmd.code))]
+    if cmd.ext_fields is not None:
+        parts.append(',"extFields":{')
+        parts.append(",".join(f"{_quote(k, dialect)}:{_quote(v, dialect)}" for k, v in _ext_items(cmd)))
+        parts.append("}")
+    language = _LANGUAGE_JSON.get(cmd.language) or _language_json(cmd.language)
+    parts.append(f',"flag":{int(cmd.flag)},"language":{language},"opaque":{int(cmd.opaque)}')
+    if cmd.remark is not None:
+        parts.append(',"remark":')
+        parts.append(_quote(cmd.remark, dialect))
+    parts.append(f',"serializeTypeCurrentRPC":"JSON","version":{int(cmd.version)}}}')
+    return "".join(parts).encode("utf-8", "replace")
+
+
+# --- ROCKETMQ binary header ---------------------------------------------------------------------------
+
+_FIXED = struct.Struct(">HBHIIi")  # code, language, version, opaque, flag, remark length: 17 bytes
+_FIXED_DECODE = struct.Struct(">hBhiii")
+_INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
+_KEY_LEN = struct.Struct(">H")
+_MIN_BINARY_HEADER = _FIXED.size + 4
+
+
+def _binary_header(cmd: RemotingCommand) -> bytes:
+    remark = cmd.remark.encode("utf-8", "replace") if cmd.remark else b""
+    parts = [
+        _FIXED.pack(
+            cmd.code & 0xFFFF,
+            cmd.language & 0xFF,
+            cmd.version & 0xFFFF,
+            cmd.opaque & 0xFFFFFFFF,
+            cmd.flag & 0xFFFFFFFF,
+            len(remark),
+        ),
+        remark,
+        b"",  # map length, filled in below
+    ]
+    map_len = 0
+    for k, v in _ext_items(cmd):
+        kb = k.encode("utf-8", "replace")
+        vb = v.encode("utf-8", "replace")
+        parts += (_KEY_LEN.pack(len(kb) & 0xFFFF), kb, _INT.pack(len(vb)), vb)
+        map_len += 6 + len(kb) + len(vb)
+    parts[2] = _INT.pack(map_len)
+    return b"".join(parts)
+
+
+def encode_header(cmd: RemotingCommand, dialect: JsonDialect = JsonDialect.FASTJSON1) -> bytes:
+    """The serialized header alone, in ``cmd.serialize_type``."""
+    if cmd.serialize_type == SerializeType.ROCKETMQ:
+        return _binary_header(cmd)
+    return _json_header(cmd, dialect)
+
+
+def encode_command(cmd: RemotingCommand, dialect: JsonDialect = JsonDialect.FASTJSON1) -> bytes:
+    """The whole frame of ``cmd``, length word included, as Java's ``RemotingCommand.encode`` writes it."""
+    return encode_frame(encode_header(cmd, dialect), cmd.body, cmd.serialize_type)
+
+
+# --- decoding -----------------------------------------------------------------------------------------
+
+_LANGUAGES: dict[Any, int] = {lc.name: lc for lc in LanguageCode}
+_LANGUAGES.update({int(lc): lc for lc in LanguageCode})
+_REQUEST_CODES: dict[int, int] = {int(c): c for c in RequestCode}
+_RESPONSE_CODES: dict[int, int] = {int(c): c for c in ResponseCode}
+_INT32_MIN = -(1 << 31)
+_INT32_MAX = (1 << 31) - 1
+
+
+def _as_int(value: Any, name: str) -> int:
+    if type(value) is not int:
+        if isinstance(value, str):
+            try:
+                value = int(value.strip())
+            except ValueError:
+                raise FrameError(f"JSON header field {name!r} is not an int: {value!r}") from None
+        elif isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise FrameError(f"JSON header field {name!r} is not an int: {value!r}")
+    if not _INT32_MIN <= value <= _INT32_MAX:
+        raise FrameError(f"JSON header field {name!r} out of int range: {value}")
+    return value
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return orjson.dumps(value).decode()
+
+
+def _language(value: Any) -> int:
+    if type(value) is not str and type(value) is not int:
+        raise FrameError(f"JSON header field 'language' is neither a name nor an ordinal: {value!r}")
+    known = _LANGUAGES.get(value)
+    if known is not None:
+        return known
+    if type(value) is int:
+        return _as_int(value, "language")
+    # fastjson reads an unknown enum name as null; the closest int is OTHER.
+    return LanguageCode.OTHER
+
+
+def _load_json(raw: memoryview) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    # Java decodes malformed UTF-8 to U+FFFD and accepts lone surrogate escapes; orjson does neither.
+    try:
+        return json.loads(bytes(raw).decode("utf-8", "replace"))
+    except (ValueError, RecursionError) as exc:
+        raise FrameError(f"malformed JSON header: {exc}") from None
+
+
+def _decode_json(frame: memoryview, header_length: int, body: bytes | None) -> RemotingCommand:
+    header = _load_json(frame[4 : 4 + header_length])
+    if type(header) is not dict:
+        raise FrameError("JSON header is not an object")
+    get = header.get
+    code = get("code", 0)
+    flag = get("flag", 0)
+    opaque = get("opaque", 0)
+    version = get("version", 0)
+    if type(code) is not int or type(flag) is not int or type(opaque) is not int or type(version) is not int:
+        code = _as_int(code, "code")
+        flag = _as_int(flag, "flag")
+        opaque = _as_int(opaque, "opaque")
+        version = _as_int(version, "version")
+    remark = get("remark")
+    if remark is not None and type(remark) is not str:
+        remark = _as_text(remark)
+    ext = get("extFields")
+    if ext is not None:
+        if type(ext) is not dict:
+            raise FrameError("JSON header extFields is not an object")
+        for v in ext.values():
+            if type(v) is not str:
+                ext = {k: _as_text(v) for k, v in ext.items() if v is not None}
+                break
+    codes = _RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES
+    return RemotingCommand(
+        codes.get(code, code),
+        _language(get("language", 0)),
+        version,
+        opaque,
+        flag,
+        remark,
+        ext,
+        body,
+        SerializeType.JSON,
+    )
+
+
+def _decode_binary(frame: memoryview, header_length: int, body: bytes | None) -> RemotingCommand:
+    if header_length < _MIN_BINARY_HEADER:
+        raise FrameError(f"ROCKETMQ header of {header_length} bytes is shorter than {_MIN_BINARY_HEADER}")
+    end = 4 + header_length
+    code, language, version, opaque, flag, remark_len = _FIXED_DECODE.unpack_from(frame, 4)
+    pos = 4 + _FIXED_DECODE.size
+    remark = None
+    if remark_len:
+        if remark_len < 0 or pos + remark_len + 4 > end:
+            raise FrameError(f"bad remark length {remark_len} in a {header_length}-byte header")
+        remark = str(frame[pos : pos + remark_len], "utf-8", "replace")
+        pos += remark_len
+    (ext_len,) = _INT.unpack_from(frame, pos)
+    pos += 4
+    ext: dict[str, str] | None = None
+    if ext_len > 0:  # Java ignores a zero or negative map length
+        ext_end = pos + ext_len
+        if ext_end > end:
+            raise FrameError(f"extFields length {ext_len} overruns the {header_length}-byte header")
+        ext = {}
+        while pos < ext_end:
+            if pos + 2 > ext_end:
+                raise FrameError("truncated extFields key length")
+            (key_len,) = _SHORT.unpack_from(frame, pos)
+            pos += 2
+            if key_len < 0 or pos + key_len + 4 > ext_end:
+                raise FrameError(f"bad extFields key length {key_len}")
+            key = str(frame[pos : pos + key_len], "utf-8", "replace") if key_len else None
+            pos += key_len
+            (value_len,) = _INT.unpack_from(frame, pos)
+            pos += 4
+            if value_len < 0 or pos + value_len > ext_end:
+                raise FrameError(f"bad extFields value length {value_len}")
+            value = str(frame[pos : pos + value_len], "utf-8", "replace") if value_len else None
+            pos += value_len
+            # Java reads a zero length as null: HashMap.put(k, null) hides an earlier value for k,
+            # and a null key is unreachable by name. Both are left out here.
+            if key is None:
+                continue
+            if value is None:
+                ext.pop(key, None)
+            else:
+                ext[key] = value
+    codes = _RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES
+    return RemotingCommand(
+        codes.get(code, code),
+        _LANGUAGES.get(language, language),
+        version,
+        opaque,
+        flag,
+        remark,
+        ext,
+        body,
+        SerializeType.ROCKETMQ,
+    )
+
+
+def decode_command(frame: bytes | bytearray | memoryview) -> RemotingCommand:
+    """Decode one frame as :class:`~rmqtwin.codec.frame.FrameDecoder` yields it (no length word)."""
+    serialize_type, header_length = split_header(frame)
+    view = memoryview(frame)
+    body = bytes(view[4 + header_length :]) if len(view) > 4 + header_length else None
+    if serialize_type == SerializeType.JSON:
+        return _decode_json(view, header_length, body)
+    if serialize_type == SerializeType.ROCKETMQ:
+        return _decode_binary(view, header_length, body)
+    raise FrameError(f"unknown serialize type {serialize_type}")
+
+
+def decode_whole_frame(data: bytes | bytearray | memoryview) -> RemotingCommand:
+    """Decode exactly one frame given with its length word (as :func:`encode_command` returns it)."""
+    if len(data) < 8:
+        raise FrameError(f"{len(data)} bytes cannot hold a frame")
+    (length,) = _INT.unpack_from(data, 0)
+    if length != len(data) - 4:
+        raise FrameError(f"length word {length} does not match the {len(data) - 4} bytes that follow")
+    return decode_command(memoryview(data)[4:])
+
+
+def ext_fields_in_wire_order(cmd: RemotingCommand) -> Sequence[tuple[str, str]]:
+    """The ext entries in the order Java would write them (for dissectors and diffs)."""
+    return _ext_items(cmd)
