@@ -1,0 +1,653 @@
+package rmqtwin.golden;
+
+import com.alibaba.fastjson.serializer.SerializerFeature;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.rocketmq.common.DataVersion;
+import org.apache.rocketmq.common.MQVersion;
+import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.common.admin.ConsumeStats;
+import org.apache.rocketmq.common.admin.OffsetWrapper;
+import org.apache.rocketmq.common.admin.TopicOffset;
+import org.apache.rocketmq.common.admin.TopicStatsTable;
+import org.apache.rocketmq.common.compression.CompressionType;
+import org.apache.rocketmq.common.compression.CompressorFactory;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageAccessor;
+import org.apache.rocketmq.common.message.MessageDecoder;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.common.protocol.RequestCode;
+import org.apache.rocketmq.common.protocol.ResponseCode;
+import org.apache.rocketmq.common.protocol.body.ClusterInfo;
+import org.apache.rocketmq.common.protocol.body.ConsumerOffsetSerializeWrapper;
+import org.apache.rocketmq.common.protocol.body.KVTable;
+import org.apache.rocketmq.common.protocol.body.LockBatchRequestBody;
+import org.apache.rocketmq.common.protocol.body.RegisterBrokerBody;
+import org.apache.rocketmq.common.protocol.body.TopicConfigSerializeWrapper;
+import org.apache.rocketmq.common.protocol.body.TopicList;
+import org.apache.rocketmq.common.protocol.body.UnlockBatchRequestBody;
+import org.apache.rocketmq.common.protocol.header.CheckTransactionStateRequestHeader;
+import org.apache.rocketmq.common.protocol.header.ConsumerSendMsgBackRequestHeader;
+import org.apache.rocketmq.common.protocol.header.CreateTopicRequestHeader;
+import org.apache.rocketmq.common.protocol.header.DeleteTopicRequestHeader;
+import org.apache.rocketmq.common.protocol.header.EndTransactionRequestHeader;
+import org.apache.rocketmq.common.protocol.header.GetConsumeStatsRequestHeader;
+import org.apache.rocketmq.common.protocol.header.GetConsumerConnectionListRequestHeader;
+import org.apache.rocketmq.common.protocol.header.GetConsumerListByGroupRequestHeader;
+import org.apache.rocketmq.common.protocol.header.GetMaxOffsetRequestHeader;
+import org.apache.rocketmq.common.protocol.header.GetMaxOffsetResponseHeader;
+import org.apache.rocketmq.common.protocol.header.GetTopicStatsInfoRequestHeader;
+import org.apache.rocketmq.common.protocol.header.NotifyConsumerIdsChangedRequestHeader;
+import org.apache.rocketmq.common.protocol.header.PullMessageRequestHeader;
+import org.apache.rocketmq.common.protocol.header.PullMessageResponseHeader;
+import org.apache.rocketmq.common.protocol.header.QueryConsumerOffsetRequestHeader;
+import org.apache.rocketmq.common.protocol.header.QueryConsumerOffsetResponseHeader;
+import org.apache.rocketmq.common.protocol.header.QueryMessageRequestHeader;
+import org.apache.rocketmq.common.protocol.header.SendMessageRequestHeader;
+import org.apache.rocketmq.common.protocol.header.SendMessageRequestHeaderV2;
+import org.apache.rocketmq.common.protocol.header.SendMessageResponseHeader;
+import org.apache.rocketmq.common.protocol.header.UnregisterClientRequestHeader;
+import org.apache.rocketmq.common.protocol.header.UpdateConsumerOffsetRequestHeader;
+import org.apache.rocketmq.common.protocol.header.ViewMessageRequestHeader;
+import org.apache.rocketmq.common.protocol.header.namesrv.GetKVConfigRequestHeader;
+import org.apache.rocketmq.common.protocol.header.namesrv.GetKVConfigResponseHeader;
+import org.apache.rocketmq.common.protocol.header.namesrv.GetRouteInfoRequestHeader;
+import org.apache.rocketmq.common.protocol.header.namesrv.RegisterBrokerRequestHeader;
+import org.apache.rocketmq.common.protocol.header.namesrv.RegisterBrokerResponseHeader;
+import org.apache.rocketmq.common.protocol.heartbeat.ConsumeType;
+import org.apache.rocketmq.common.protocol.heartbeat.ConsumerData;
+import org.apache.rocketmq.common.protocol.heartbeat.HeartbeatData;
+import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
+import org.apache.rocketmq.common.protocol.heartbeat.ProducerData;
+import org.apache.rocketmq.common.protocol.heartbeat.SubscriptionData;
+import org.apache.rocketmq.common.protocol.route.BrokerData;
+import org.apache.rocketmq.common.protocol.route.QueueData;
+import org.apache.rocketmq.common.protocol.route.TopicRouteData;
+import org.apache.rocketmq.common.subscription.SubscriptionGroupConfig;
+import org.apache.rocketmq.common.sysflag.MessageSysFlag;
+import org.apache.rocketmq.remoting.CommandCustomHeader;
+import org.apache.rocketmq.remoting.protocol.RemotingCommand;
+import org.apache.rocketmq.remoting.protocol.RemotingSerializable;
+import org.apache.rocketmq.remoting.protocol.SerializeType;
+
+/** Golden vectors from Apache RocketMQ 4.9.8 (rocketmq-remoting / rocketmq-common 4.9.8). */
+public final class Main {
+    static final String ROCKETMQ = "4.9.8";
+    static final int VERSION = MQVersion.CURRENT_VERSION;
+    static final long BORN = 1700000000123L;
+    static final String[] PACKAGES = {
+        "org.apache.rocketmq.common.protocol.header.",
+        "org.apache.rocketmq.common.protocol.header.namesrv.",
+        "org.apache.rocketmq.common.protocol.body.",
+        "org.apache.rocketmq.common.protocol.route.",
+        "org.apache.rocketmq.common.protocol.heartbeat.",
+        "org.apache.rocketmq.common.protocol.",
+        "org.apache.rocketmq.common.admin.",
+        "org.apache.rocketmq.common.subscription.",
+        "org.apache.rocketmq.common.",
+    };
+    /** A 4.9-style properties string (no trailing separator), as the producer puts in header `i`. */
+    static final String PROPS = "UNIQ_KEY\u0001AC110001000118B4AAC20A2B3C0000\u0002WAIT\u0001true\u0002TAGS\u0001TagA";
+
+    private Main() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length == 2 && args[0].equals("generate")) {
+            generate(Paths.get(args[1]));
+        } else if (args.length == 3 && args[0].equals("verify")) {
+            Vectors.verify(Paths.get(args[1]), Paths.get(args[2]), Main::resolve);
+        } else {
+            System.err.println("usage: generate OUTDIR | verify INDIR OUTFILE");
+            System.exit(2);
+        }
+    }
+
+    static Class<?> resolve(String simpleName) throws ClassNotFoundException {
+        for (String p : PACKAGES) {
+            try {
+                return Class.forName(p + simpleName);
+            } catch (ClassNotFoundException e) {
+                // next package
+            }
+        }
+        throw new ClassNotFoundException(simpleName + " in RocketMQ " + ROCKETMQ);
+    }
+
+    static <T> T fill(T obj, Object... kv) {
+        return Vectors.fill(obj, kv);
+    }
+
+    static RemotingCommand req(int code, CommandCustomHeader header, int opaque, SerializeType type) {
+        return Vectors.request(code, header, VERSION, opaque, type);
+    }
+
+    static RemotingCommand resp(int code, String remark, CommandCustomHeader header, int opaque,
+        SerializeType type) {
+        RemotingCommand cmd = RemotingCommand.createResponseCommand(code, remark);
+        if (header != null) {
+            // As a processor does: createResponseCommand(Class) then fill readCustomHeader().
+            cmd = RemotingCommand.createResponseCommand(header.getClass());
+            cmd.setCode(code);
+            cmd.setRemark(remark);
+            Vectors.fill(cmd, "customHeader", header);
+        }
+        cmd.setVersion(VERSION);
+        cmd.setOpaque(opaque);
+        cmd.setSerializeTypeCurrentRPC(type);
+        return cmd;
+    }
+
+    static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    static void generate(Path out) throws Exception {
+        Vectors v = new Vectors(ROCKETMQ, VERSION);
+        requests(v);
+        responses(v);
+        messages(v);
+        bodies(v);
+        v.write(out);
+    }
+
+    static SendMessageRequestHeader sendHeader(String topic, boolean batch) {
+        return fill(new SendMessageRequestHeader(), "producerGroup", "please_rename_unique_group_name",
+            "topic", topic, "defaultTopic", "TBW102", "defaultTopicQueueNums", 4, "queueId", 1,
+            "sysFlag", 0, "bornTimestamp", BORN, "flag", 0, "properties", batch ? "WAIT\u0001true" : PROPS,
+            "reconsumeTimes", 0, "unitMode", false, "batch", batch, "bname", "broker-a");
+    }
+
+    static void requests(Vectors v) throws Exception {
+        // §12 of the protocol sheet, in order, then the extra codes the brief names.
+        v.commandBoth("request.GET_ROUTEINFO_BY_TOPIC", t -> req(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+            fill(new GetRouteInfoRequestHeader(), "topic", "TopicTest"), 1, t), GetRouteInfoRequestHeader.class);
+        v.commandBoth("request.GET_ROUTEINFO_BY_TOPIC.accept_standard_json", t -> req(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+            fill(new GetRouteInfoRequestHeader(), "topic", "%RETRY%cg", "acceptStandardJsonOnly", true), 2, t),
+            GetRouteInfoRequestHeader.class);
+        v.commandBoth("request.SEND_MESSAGE_V2", t -> {
+            RemotingCommand c = req(RequestCode.SEND_MESSAGE_V2,
+                SendMessageRequestHeaderV2.createSendMessageRequestHeaderV2(sendHeader("TopicTest", false)), 3, t);
+            c.setBody(utf8("Hello RocketMQ \u00fc\u20ac\u4e2d"));
+            return c;
+        }, SendMessageRequestHeaderV2.class);
+        v.commandBoth("request.SEND_MESSAGE", t -> {
+            RemotingCommand c = req(RequestCode.SEND_MESSAGE, sendHeader("TopicTest", false), 4, t);
+            c.setBody(utf8("v1 names"));
+            return c;
+        }, SendMessageRequestHeader.class);
+        v.commandBoth("request.HEART_BEAT", t -> {
+            RemotingCommand c = req(RequestCode.HEART_BEAT, null, 5, t);
+            c.setBody(heartbeat().encode());
+            return c;
+        }, null);
+        v.commandBoth("request.PULL_MESSAGE", t -> req(RequestCode.PULL_MESSAGE, fill(new PullMessageRequestHeader(),
+            "consumerGroup", "cg", "topic", "TopicTest", "queueId", 3, "queueOffset", 128L, "maxMsgNums", 32,
+            "sysFlag", 3, "commitOffset", 120L, "suspendTimeoutMillis", 15000L, "subscription", "TagA || TagB",
+            "subVersion", 1700000000000L, "expressionType", "TAG", "bname", "broker-a"), 6, t),
+            PullMessageRequestHeader.class);
+        v.commandBoth("request.UPDATE_CONSUMER_OFFSET.oneway", t -> {
+            RemotingCommand c = req(RequestCode.UPDATE_CONSUMER_OFFSET, fill(new UpdateConsumerOffsetRequestHeader(),
+                "consumerGroup", "cg", "topic", "TopicTest", "queueId", 0, "commitOffset", 42L, "bname", "broker-a"), 7, t);
+            c.markOnewayRPC();
+            return c;
+        }, UpdateConsumerOffsetRequestHeader.class);
+        v.commandBoth("request.QUERY_CONSUMER_OFFSET", t -> req(RequestCode.QUERY_CONSUMER_OFFSET,
+            fill(new QueryConsumerOffsetRequestHeader(), "consumerGroup", "cg", "topic", "TopicTest", "queueId", 2,
+                "bname", "broker-a"), 8, t), QueryConsumerOffsetRequestHeader.class);
+        v.commandBoth("request.GET_CONSUMER_LIST_BY_GROUP", t -> req(RequestCode.GET_CONSUMER_LIST_BY_GROUP,
+            fill(new GetConsumerListByGroupRequestHeader(), "consumerGroup", "cg"), 9, t),
+            GetConsumerListByGroupRequestHeader.class);
+        v.commandBoth("request.GET_MAX_OFFSET", t -> req(RequestCode.GET_MAX_OFFSET,
+            fill(new GetMaxOffsetRequestHeader(), "topic", "TopicTest", "queueId", 1, "bname", "broker-a"), 10, t),
+            GetMaxOffsetRequestHeader.class);
+        v.commandBoth("request.UNREGISTER_CLIENT", t -> req(RequestCode.UNREGISTER_CLIENT,
+            fill(new UnregisterClientRequestHeader(), "clientID", "127.0.0.1@4242#1234567", "producerGroup",
+                "CLIENT_INNER_PRODUCER"), 11, t), UnregisterClientRequestHeader.class);
+        v.commandBoth("request.CONSUMER_SEND_MSG_BACK", t -> req(RequestCode.CONSUMER_SEND_MSG_BACK,
+            fill(new ConsumerSendMsgBackRequestHeader(), "offset", 123456L, "group", "cg", "delayLevel", 0,
+                "originMsgId", "AC110001000118B4AAC20A2B3C0000", "originTopic", "TopicTest", "unitMode", false,
+                "maxReconsumeTimes", 16, "bname", "broker-a"), 12, t), ConsumerSendMsgBackRequestHeader.class);
+        v.commandBoth("request.GET_BROKER_CLUSTER_INFO", t -> req(RequestCode.GET_BROKER_CLUSTER_INFO, null, 13, t), null);
+        v.commandBoth("request.UPDATE_AND_CREATE_TOPIC", t -> req(RequestCode.UPDATE_AND_CREATE_TOPIC,
+            fill(new CreateTopicRequestHeader(), "topic", "NewTopic", "defaultTopic", "TBW102", "readQueueNums", 8,
+                "writeQueueNums", 8, "perm", 6, "topicFilterType", "SINGLE_TAG", "topicSysFlag", 0, "order", false),
+            14, t), CreateTopicRequestHeader.class);
+        v.commandBoth("request.GET_ALL_TOPIC_LIST_FROM_NAMESERVER", t -> req(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+            null, 15, t), null);
+        v.commandBoth("request.GET_BROKER_RUNTIME_INFO", t -> req(RequestCode.GET_BROKER_RUNTIME_INFO, null, 16, t), null);
+        v.commandBoth("request.GET_TOPIC_STATS_INFO", t -> req(RequestCode.GET_TOPIC_STATS_INFO,
+            fill(new GetTopicStatsInfoRequestHeader(), "topic", "TopicTest"), 17, t), GetTopicStatsInfoRequestHeader.class);
+        v.commandBoth("request.GET_CONSUME_STATS", t -> req(RequestCode.GET_CONSUME_STATS,
+            fill(new GetConsumeStatsRequestHeader(), "consumerGroup", "cg", "topic", "TopicTest"), 18, t),
+            GetConsumeStatsRequestHeader.class);
+        v.commandBoth("request.GET_CONSUMER_CONNECTION_LIST", t -> req(RequestCode.GET_CONSUMER_CONNECTION_LIST,
+            fill(new GetConsumerConnectionListRequestHeader(), "consumerGroup", "cg"), 19, t),
+            GetConsumerConnectionListRequestHeader.class);
+        v.commandBoth("request.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP", t -> {
+            RemotingCommand c = req(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, null, 20, t);
+            c.setBody(RemotingSerializable.encode(fill(new SubscriptionGroupConfig(), "groupName", "cg")));
+            return c;
+        }, null);
+        v.commandBoth("request.SEND_BATCH_MESSAGE", t -> {
+            RemotingCommand c = req(RequestCode.SEND_BATCH_MESSAGE,
+                SendMessageRequestHeaderV2.createSendMessageRequestHeaderV2(sendHeader("TopicTest", true)), 21, t);
+            c.setBody(MessageDecoder.encodeMessages(batchMessages()));
+            return c;
+        }, SendMessageRequestHeaderV2.class);
+        v.commandBoth("request.END_TRANSACTION.oneway", t -> {
+            RemotingCommand c = req(RequestCode.END_TRANSACTION, fill(new EndTransactionRequestHeader(),
+                "producerGroup", "tx_group", "tranStateTableOffset", 5L, "commitLogOffset", 987654L,
+                "commitOrRollback", MessageSysFlag.TRANSACTION_COMMIT_TYPE, "fromTransactionCheck", true,
+                "msgId", "AC110001000118B4AAC20A2B3C0000", "transactionId", "AC110001000118B4AAC20A2B3C0000",
+                "bname", "broker-a"), 22, t);
+            c.setRemark("executeLocalTransactionBranch exception: \u00e9chec");
+            c.markOnewayRPC();
+            return c;
+        }, EndTransactionRequestHeader.class);
+        v.commandBoth("request.LOCK_BATCH_MQ", t -> {
+            RemotingCommand c = req(RequestCode.LOCK_BATCH_MQ, null, 23, t);
+            c.setBody(lockBody().encode());
+            return c;
+        }, null);
+        v.commandBoth("request.UNLOCK_BATCH_MQ", t -> {
+            RemotingCommand c = req(RequestCode.UNLOCK_BATCH_MQ, null, 24, t);
+            UnlockBatchRequestBody b = fill(new UnlockBatchRequestBody(), "consumerGroup", "cg", "clientId",
+                "127.0.0.1@4242#1234567");
+            b.getMqSet().add(new MessageQueue("TopicTest", "broker-a", 1));
+            c.setBody(b.encode());
+            return c;
+        }, null);
+        v.commandBoth("request.VIEW_MESSAGE_BY_ID", t -> req(RequestCode.VIEW_MESSAGE_BY_ID,
+            fill(new ViewMessageRequestHeader(), "offset", 4294967296123L), 25, t), ViewMessageRequestHeader.class);
+        v.commandBoth("request.QUERY_MESSAGE", t -> {
+            RemotingCommand c = req(RequestCode.QUERY_MESSAGE, fill(new QueryMessageRequestHeader(),
+                "topic", "TopicTest", "key", "\u8ba2\u5355-42 \u043a\u043b\u044e\u0447", "maxNum", 32,
+                "beginTimestamp", 0L, "endTimestamp", Long.MAX_VALUE), 26, t);
+            c.addExtField("_UNIQUE_KEY_QUERY", "false");
+            return c;
+        }, QueryMessageRequestHeader.class);
+        v.commandBoth("request.DELETE_TOPIC_IN_BROKER", t -> req(RequestCode.DELETE_TOPIC_IN_BROKER,
+            fill(new DeleteTopicRequestHeader(), "topic", "OldTopic"), 27, t), DeleteTopicRequestHeader.class);
+        v.commandBoth("request.REGISTER_BROKER", t -> {
+            RegisterBrokerBody body = new RegisterBrokerBody();
+            body.setTopicConfigSerializeWrapper(topicConfigWrapper());
+            body.setFilterServerList(new ArrayList<>());
+            byte[] bytes = body.encode(false);
+            RemotingCommand c = req(RequestCode.REGISTER_BROKER, fill(new RegisterBrokerRequestHeader(),
+                "brokerName", "broker-a", "brokerAddr", "127.0.0.1:10911", "clusterName", "DefaultCluster",
+                "haServerAddr", "127.0.0.1:10912", "brokerId", 0L, "compressed", false,
+                "bodyCrc32", org.apache.rocketmq.common.UtilAll.crc32(bytes)), 28, t);
+            c.setBody(bytes);
+            return c;
+        }, RegisterBrokerRequestHeader.class);
+        v.commandBoth("request.GET_KV_CONFIG", t -> req(RequestCode.GET_KV_CONFIG,
+            fill(new GetKVConfigRequestHeader(), "namespace", "ORDER_TOPIC_CONFIG", "key", "TopicTest"), 29, t),
+            GetKVConfigRequestHeader.class);
+        v.commandBoth("request.CHECK_TRANSACTION_STATE.oneway", t -> {
+            RemotingCommand c = req(RequestCode.CHECK_TRANSACTION_STATE, fill(new CheckTransactionStateRequestHeader(),
+                "tranStateTableOffset", 5L, "commitLogOffset", 987654L, "msgId", "AC110001000118B4AAC20A2B3C0000",
+                "transactionId", "AC110001000118B4AAC20A2B3C0000", "offsetMsgId", "7F00000100002A9F00000000000F1206",
+                "bname", "broker-a"), 30, t);
+            c.setBody(MessageDecoder.encode(halfMessage(), false));
+            c.markOnewayRPC();
+            return c;
+        }, CheckTransactionStateRequestHeader.class);
+        v.commandBoth("request.NOTIFY_CONSUMER_IDS_CHANGED.oneway", t -> {
+            RemotingCommand c = req(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                fill(new NotifyConsumerIdsChangedRequestHeader(), "consumerGroup", "cg"), 31, t);
+            c.markOnewayRPC();
+            return c;
+        }, NotifyConsumerIdsChangedRequestHeader.class);
+        // Edge cases: empty ext value, non-ASCII remark and ext values, negative/huge opaque, other languages.
+        v.commandBoth("request.edge.empty_ext_value", t -> req(RequestCode.PULL_MESSAGE, fill(new PullMessageRequestHeader(),
+            "consumerGroup", "cg", "topic", "TopicTest", "queueId", 0, "queueOffset", 0L, "maxMsgNums", 1,
+            "sysFlag", 6, "commitOffset", 0L, "suspendTimeoutMillis", 0L, "subscription", "", "subVersion", 0L),
+            Integer.MAX_VALUE, t), PullMessageRequestHeader.class);
+        v.commandBoth("request.edge.non_ascii_remark_negative_opaque", t -> {
+            RemotingCommand c = req(RequestCode.PUT_KV_CONFIG, null, -7, t);
+            c.setRemark("\u5907\u6ce8 \u00fc \ud83d\ude80 \"quoted\" \\ back\tslash");
+            c.addExtField("namespace", "\u547d\u540d\u7a7a\u95f4");
+            c.addExtField("key", "k\u0001\u0002");
+            c.addExtField("value", "{\"json\":[1,2]}");
+            c.setLanguage(org.apache.rocketmq.remoting.protocol.LanguageCode.GO);
+            return c;
+        }, null);
+        v.commandBoth("request.edge.empty_ext_fields_and_body", t -> {
+            RemotingCommand c = req(RequestCode.GET_ALL_TOPIC_CONFIG, null, 0, t);
+            c.setExtFields(new HashMap<>());
+            c.setBody(new byte[0]);
+            c.setLanguage(org.apache.rocketmq.remoting.protocol.LanguageCode.CPP);
+            return c;
+        }, null);
+    }
+
+    static void responses(Vectors v) throws Exception {
+        v.commandBoth("response.SEND_MESSAGE", t -> {
+            RemotingCommand c = resp(ResponseCode.SUCCESS, null, fill(new SendMessageResponseHeader(),
+                "msgId", "7F00000100002A9F00000000000F1206", "queueId", 1, "queueOffset", 77L), 3, t);
+            c.addExtField("MSG_REGION", "DefaultRegion");
+            c.addExtField("TRACE_ON", "true");
+            return c;
+        }, SendMessageResponseHeader.class);
+        v.commandBoth("response.PULL_MESSAGE.found", t -> {
+            RemotingCommand c = resp(ResponseCode.SUCCESS, "FOUND", fill(new PullMessageResponseHeader(),
+                "suggestWhichBrokerId", 0L, "nextBeginOffset", 131L, "minOffset", 0L, "maxOffset", 131L), 6, t);
+            List<byte[]> recs = new ArrayList<>();
+            int total = 0;
+            for (MessageExt m : storedMessages()) {
+                byte[] r = MessageDecoder.encode(m, false);
+                recs.add(r);
+                total += r.length;
+            }
+            byte[] body = new byte[total];
+            int pos = 0;
+            for (byte[] r : recs) {
+                System.arraycopy(r, 0, body, pos, r.length);
+                pos += r.length;
+            }
+            c.setBody(body);
+            return c;
+        }, PullMessageResponseHeader.class);
+        v.commandBoth("response.PULL_MESSAGE.offset_moved", t -> resp(ResponseCode.PULL_OFFSET_MOVED,
+            "OFFSET_OVERFLOW_BADLY", fill(new PullMessageResponseHeader(), "suggestWhichBrokerId", 0L,
+                "nextBeginOffset", 10L, "minOffset", 0L, "maxOffset", 10L), 6, t), PullMessageResponseHeader.class);
+        v.commandBoth("response.QUERY_CONSUMER_OFFSET", t -> resp(ResponseCode.SUCCESS, null,
+            fill(new QueryConsumerOffsetResponseHeader(), "offset", 42L), 8, t), QueryConsumerOffsetResponseHeader.class);
+        v.commandBoth("response.QUERY_CONSUMER_OFFSET.not_found", t -> resp(ResponseCode.QUERY_NOT_FOUND,
+            "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first", null, 8, t), null);
+        v.commandBoth("response.GET_MAX_OFFSET", t -> resp(ResponseCode.SUCCESS, null,
+            fill(new GetMaxOffsetResponseHeader(), "offset", 1L << 40), 10, t), GetMaxOffsetResponseHeader.class);
+        v.commandBoth("response.GET_KV_CONFIG", t -> resp(ResponseCode.SUCCESS, null,
+            fill(new GetKVConfigResponseHeader(), "value", "broker-a:4;broker-b:4"), 29, t), GetKVConfigResponseHeader.class);
+        v.commandBoth("response.REGISTER_BROKER", t -> resp(ResponseCode.SUCCESS, null,
+            new RegisterBrokerResponseHeader(), 28, t), RegisterBrokerResponseHeader.class);
+        v.commandBoth("response.GET_ROUTEINFO_BY_TOPIC", t -> {
+            RemotingCommand c = resp(ResponseCode.SUCCESS, null, null, 1, t);
+            c.setBody(routeStandard(routeData()));
+            return c;
+        }, null);
+        v.commandBoth("response.HEART_BEAT", t -> resp(ResponseCode.SUCCESS, null, null, 5, t), null);
+        v.commandBoth("response.error.system_error", t -> resp(ResponseCode.SYSTEM_ERROR,
+            "org.apache.rocketmq.acl.common.AclException: No accessKey is configured, \u9519\u8bef", null, 44, t), null);
+        v.commandBoth("response.error.not_supported", t -> resp(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+            " request type 999 not supported", null, 45, t), null);
+        v.commandBoth("response.error.topic_not_exist", t -> resp(ResponseCode.TOPIC_NOT_EXIST,
+            "No topic route info in name server for the topic: Nope\nSee http://rocketmq.apache.org/docs/faq/ for further details.",
+            null, 1, t), null);
+    }
+
+    static HeartbeatData heartbeat() {
+        HeartbeatData hb = new HeartbeatData();
+        hb.setClientID("127.0.0.1@4242#1234567");
+        hb.getProducerDataSet().add(fill(new ProducerData(), "groupName", "CLIENT_INNER_PRODUCER"));
+        hb.getProducerDataSet().add(fill(new ProducerData(), "groupName", "pg"));
+        ConsumerData cd = fill(new ConsumerData(), "groupName", "cg", "consumeType", ConsumeType.CONSUME_PASSIVELY,
+            "messageModel", MessageModel.CLUSTERING, "consumeFromWhere", ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+            "unitMode", false);
+        SubscriptionData sd = new SubscriptionData("TopicTest", "TagA || TagB");
+        sd.getTagsSet().addAll(Arrays.asList("TagA", "TagB"));
+        sd.getCodeSet().addAll(Arrays.asList("TagA".hashCode(), "TagB".hashCode()));
+        sd.setSubVersion(1700000000000L);
+        cd.getSubscriptionDataSet().add(sd);
+        SubscriptionData retry = new SubscriptionData("%RETRY%cg", "*");
+        retry.setSubVersion(1700000000001L);
+        cd.getSubscriptionDataSet().add(retry);
+        hb.getConsumerDataSet().add(cd);
+        return hb;
+    }
+
+    static LockBatchRequestBody lockBody() {
+        LockBatchRequestBody b = fill(new LockBatchRequestBody(), "consumerGroup", "cg", "clientId",
+            "127.0.0.1@4242#1234567");
+        b.getMqSet().add(new MessageQueue("TopicTest", "broker-a", 0));
+        b.getMqSet().add(new MessageQueue("TopicTest", "broker-a", 1));
+        return b;
+    }
+
+    static TopicRouteData routeData() {
+        TopicRouteData r = new TopicRouteData();
+        List<QueueData> qds = new ArrayList<>();
+        qds.add(fill(new QueueData(), "brokerName", "broker-a", "readQueueNums", 4, "writeQueueNums", 4,
+            "perm", 6, "topicSysFlag", 0));
+        qds.add(fill(new QueueData(), "brokerName", "broker-b", "readQueueNums", 8, "writeQueueNums", 2,
+            "perm", 4, "topicSysFlag", 1));
+        r.setQueueDatas(qds);
+        HashMap<Long, String> a = new HashMap<>();
+        a.put(0L, "10.0.0.5:10911");
+        a.put(1L, "10.0.0.6:10911");
+        HashMap<Long, String> b = new HashMap<>();
+        b.put(0L, "[::1]:10911");
+        List<BrokerData> bds = new ArrayList<>();
+        bds.add(new BrokerData("DefaultCluster", "broker-a", a));
+        bds.add(new BrokerData("Cluster-\u00e9", "broker-b", b));
+        r.setBrokerDatas(bds);
+        HashMap<String, List<String>> fst = new HashMap<>();
+        fst.put("10.0.0.5:10911", Arrays.asList("10.0.0.5:10999"));
+        r.setFilterServerTable(fst);
+        r.setOrderTopicConf("broker-a:4;broker-b:8");
+        return r;
+    }
+
+    /** The namesrv's encoding for request version >= V4_9_4 or acceptStandardJsonOnly. */
+    static byte[] routeStandard(TopicRouteData r) {
+        return r.encode(SerializerFeature.BrowserCompatible, SerializerFeature.QuoteFieldNames,
+            SerializerFeature.SkipTransientField, SerializerFeature.MapSortField);
+    }
+
+    static DataVersion dataVersion() {
+        DataVersion dv = new DataVersion();
+        fill(dv, "timestamp", 1700000000999L, "counter", new AtomicLong(7));
+        return dv;
+    }
+
+    static TopicConfigSerializeWrapper topicConfigWrapper() {
+        TopicConfigSerializeWrapper w = new TopicConfigSerializeWrapper();
+        ConcurrentMap<String, TopicConfig> table = new ConcurrentHashMap<>();
+        table.put("TopicTest", new TopicConfig("TopicTest", 4, 4, 6));
+        TopicConfig tbw = new TopicConfig("TBW102", 8, 8, 7);
+        tbw.setOrder(true);
+        tbw.setTopicSysFlag(1);
+        table.put("TBW102", tbw);
+        w.setTopicConfigTable(table);
+        w.setDataVersion(dataVersion());
+        return w;
+    }
+
+    static void bodies(Vectors v) throws Exception {
+        TopicRouteData route = routeData();
+        v.body("body.TopicRouteData.standard", route, routeStandard(route), "standard", true);
+        v.body("body.TopicRouteData.legacy", route, route.encode(), "legacy", true);
+        TopicRouteData single = new TopicRouteData();
+        HashMap<Long, String> addrs = new HashMap<>();
+        addrs.put(0L, "127.0.0.1:10911");
+        single.setBrokerDatas(new ArrayList<>(List.of(new BrokerData("DefaultCluster", "broker-a", addrs))));
+        single.setQueueDatas(new ArrayList<>(List.of(fill(new QueueData(), "brokerName", "broker-a",
+            "readQueueNums", 4, "writeQueueNums", 4, "perm", 6, "topicSysFlag", 0))));
+        single.setFilterServerTable(new HashMap<>());
+        v.body("body.TopicRouteData.standard_single", single, routeStandard(single), "standard", true);
+        v.body("body.TopicRouteData.legacy_single", single, single.encode(), "legacy", true);
+
+        ClusterInfo ci = new ClusterInfo();
+        HashMap<String, BrokerData> bat = new HashMap<>();
+        for (BrokerData bd : route.getBrokerDatas()) {
+            bat.put(bd.getBrokerName(), bd);
+        }
+        ci.setBrokerAddrTable(bat);
+        HashMap<String, java.util.Set<String>> cat = new HashMap<>();
+        cat.put("DefaultCluster", new HashSet<>(List.of("broker-a")));
+        cat.put("Cluster-\u00e9", new HashSet<>(List.of("broker-b")));
+        ci.setClusterAddrTable(cat);
+        v.body("body.ClusterInfo", ci, ci.encode(), "legacy", true);
+
+        TopicStatsTable tst = new TopicStatsTable();
+        HashMap<MessageQueue, TopicOffset> ot = new HashMap<>();
+        for (int q = 0; q < 3; q++) {
+            TopicOffset to = new TopicOffset();
+            to.setMinOffset(q);
+            to.setMaxOffset(100L * q + 5);
+            to.setLastUpdateTimestamp(q == 0 ? 0L : BORN + q);
+            ot.put(new MessageQueue("TopicTest", "broker-a", q), to);
+        }
+        tst.setOffsetTable(ot);
+        v.body("body.TopicStatsTable", tst, tst.encode(), "legacy", true);
+
+        ConsumeStats cs = new ConsumeStats();
+        HashMap<MessageQueue, OffsetWrapper> cot = new HashMap<>();
+        for (int q = 0; q < 2; q++) {
+            OffsetWrapper ow = new OffsetWrapper();
+            ow.setBrokerOffset(50L + q);
+            ow.setConsumerOffset(40L + q);
+            ow.setLastTimestamp(BORN + q);
+            cot.put(new MessageQueue("TopicTest", "broker-" + (char) ('a' + q), q), ow);
+        }
+        cs.setOffsetTable(cot);
+        cs.setConsumeTps(12.5);
+        v.body("body.ConsumeStats", cs, cs.encode(), "legacy", true);
+
+        ConsumerOffsetSerializeWrapper cow = new ConsumerOffsetSerializeWrapper();
+        ConcurrentMap<Integer, Long> offs = new ConcurrentHashMap<>();
+        offs.put(0, 12L);
+        offs.put(1, 7L);
+        offs.put(15, 1L << 33);
+        cow.getOffsetTable().put("TopicTest@cg", offs);
+        ConcurrentMap<Integer, Long> retry = new ConcurrentHashMap<>();
+        retry.put(0, 0L);
+        cow.getOffsetTable().put("%RETRY%cg@cg", retry);
+        v.body("body.ConsumerOffsetSerializeWrapper", cow, cow.encode(), "legacy", true);
+
+        TopicConfigSerializeWrapper tcw = topicConfigWrapper();
+        v.body("body.TopicConfigSerializeWrapper", tcw, tcw.encode(), "legacy", true);
+
+        HeartbeatData hb = heartbeat();
+        v.body("body.HeartbeatData", hb, hb.encode(), "legacy", true);
+
+        LockBatchRequestBody lock = lockBody();
+        v.body("body.LockBatchRequestBody", lock, lock.encode(), "legacy", true);
+
+        KVTable kv = new KVTable();
+        HashMap<String, String> table = new HashMap<>();
+        table.put("brokerVersionDesc", "V4_9_8");
+        table.put("putTps", "0.0 0.0 0.0");
+        table.put("note", "\u4e2d\u6587 \u00fc");
+        kv.setTable(table);
+        v.body("body.KVTable", kv, kv.encode(), "legacy", true);
+
+        TopicList tl = new TopicList();
+        tl.getTopicList().addAll(List.of("TopicTest", "TBW102", "%RETRY%cg"));
+        v.body("body.TopicList", tl, tl.encode(), "legacy", true);
+
+        SubscriptionGroupConfig sgc = fill(new SubscriptionGroupConfig(), "groupName", "cg");
+        v.body("body.SubscriptionGroupConfig", sgc, RemotingSerializable.encode(sgc), "legacy", true);
+    }
+
+    static MessageExt ext(String topic, byte[] body, int sysFlag, InetSocketAddress born, InetSocketAddress store,
+        long queueOffset, long commitLogOffset) {
+        MessageExt m = new MessageExt();
+        m.setTopic(topic);
+        m.setBody(body);
+        m.setFlag(0);
+        m.setQueueId(1);
+        m.setSysFlag(sysFlag);
+        m.setBornTimestamp(BORN);
+        m.setBornHost(born);
+        m.setStoreTimestamp(BORN + 5);
+        m.setStoreHost(store);
+        m.setQueueOffset(queueOffset);
+        m.setCommitLogOffset(commitLogOffset);
+        m.setBodyCRC(org.apache.rocketmq.common.UtilAll.crc32(body));
+        m.setReconsumeTimes(0);
+        m.setPreparedTransactionOffset(0);
+        MessageAccessor.putProperty(m, "KEYS", "order-1 order-2");
+        m.setTags("TagA");
+        MessageAccessor.putProperty(m, "UNIQ_KEY", "AC110001000118B4AAC20A2B3C0000");
+        MessageAccessor.putProperty(m, "CLUSTER", "DefaultCluster");
+        return m;
+    }
+
+    static InetSocketAddress addr(String ip, int port) throws Exception {
+        return new InetSocketAddress(InetAddress.getByName(ip), port);
+    }
+
+    static List<MessageExt> storedMessages() throws Exception {
+        List<MessageExt> list = new ArrayList<>();
+        list.add(ext("TopicTest", utf8("Hello RocketMQ 0"), 0, addr("192.168.1.20", 53412),
+            addr("127.0.0.1", 10911), 128, 987654));
+        MessageExt second = ext("TopicTest", utf8("\u4f60\u597d \u00fc \ud83d\ude80"), 0,
+            addr("192.168.1.20", 53412), addr("127.0.0.1", 10911), 129, 987654 + 200);
+        second.setFlag(0x7fffffff);
+        second.setReconsumeTimes(3);
+        MessageAccessor.putProperty(second, "RETRY_TOPIC", "TopicTest");
+        MessageAccessor.putProperty(second, "note", "caf\u00e9");
+        list.add(second);
+        MessageExt third = ext("TopicTest", new byte[0], 0, addr("10.1.2.3", 1), addr("127.0.0.1", 10911),
+            130, 987654 + 400);
+        list.add(third);
+        return list;
+    }
+
+    static MessageExt halfMessage() throws Exception {
+        MessageExt m = ext("TopicTest", utf8("half"), MessageSysFlag.TRANSACTION_PREPARED_TYPE,
+            addr("192.168.1.20", 53412), addr("127.0.0.1", 10911), 5, 987654);
+        MessageAccessor.putProperty(m, "TRAN_MSG", "true");
+        MessageAccessor.putProperty(m, "PGROUP", "tx_group");
+        MessageAccessor.putProperty(m, "REAL_TOPIC", "TopicTest");
+        MessageAccessor.putProperty(m, "REAL_QID", "1");
+        return m;
+    }
+
+    static void messages(Vectors v) throws Exception {
+        v.records("record.single_ipv4", List.of(storedMessages().get(0)));
+        v.records("record.pull_body_three", storedMessages());
+        v.records("record.ipv6_born_and_store", List.of(ext("TopicTest", utf8("v6"),
+            MessageSysFlag.BORNHOST_V6_FLAG | MessageSysFlag.STOREHOSTADDRESS_V6_FLAG,
+            addr("2001:db8::1", 40000), addr("::1", 10911), 0, 1L << 32)));
+        v.records("record.ipv6_born_only", List.of(ext("TopicTest", utf8("v6 born"), MessageSysFlag.BORNHOST_V6_FLAG,
+            addr("fe80::1234:5678:9abc:def0", 40001), addr("127.0.0.1", 10911), 1, 4096)));
+        v.records("record.transaction_prepared", List.of(halfMessage()));
+        MessageExt committed = ext("TopicTest", utf8("committed"), MessageSysFlag.TRANSACTION_COMMIT_TYPE,
+            addr("192.168.1.20", 53412), addr("127.0.0.1", 10911), 6, 999999);
+        committed.setPreparedTransactionOffset(987654);
+        v.records("record.transaction_commit", List.of(committed));
+        byte[] big = new byte[6000];
+        for (int i = 0; i < big.length; i++) {
+            big[i] = (byte) ("RocketMQ golden vector ".charAt(i % 23));
+        }
+        for (CompressionType ct : CompressionType.values()) {
+            byte[] compressed = CompressorFactory.getCompressor(ct).compress(big, 5);
+            int sysFlag = MessageSysFlag.COMPRESSED_FLAG | ct.getCompressionFlag();
+            MessageExt m = ext("TopicTest", compressed, sysFlag, addr("192.168.1.20", 53412),
+                addr("127.0.0.1", 10911), 7, 1000000);
+            v.records("record.compressed_" + ct.name().toLowerCase(), List.of(m));
+        }
+        MessageExt longTopic = ext("T".repeat(127), utf8("x"), 0, addr("1.2.3.4", 5), addr("5.6.7.8", 9), 0, 0);
+        v.records("record.topic_127", List.of(longTopic));
+        v.batch("batch.three", batchMessages());
+        v.batch("batch.single_empty_props", List.of(new Message("TopicTest", utf8("only body"))));
+    }
+
+    static List<Message> batchMessages() {
+        List<Message> list = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            Message m = new Message("TopicTest", "TagA", "key-" + i, utf8("batch body " + i + " \u00fc"));
+            MessageAccessor.putProperty(m, "UNIQ_KEY", "AC110001000118B4AAC20A2B3C000" + i);
+            m.setFlag(i);
+            list.add(m);
+        }
+        return list;
+    }
+}
