@@ -1,0 +1,166 @@
+package rmqtwin.conformance;
+
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.MessageSelector;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.MessageExt;
+
+/**
+ * Consumes with the real push consumer until {@code expect} distinct messages were consumed or
+ * {@code timeoutMs} passed, reporting every delivery.
+ *
+ * <p>Spec: namesrv, group, topic, expression ("*" or "a || b") or sql (SQL92), subscriptions
+ * (list of {topic, expression|sql}), orderly, broadcasting, consumeFromWhere, expect, timeoutMs,
+ * settleMs (keep listening after the target for redeliveries), reconsumeLater {keys, tags, bodies,
+ * times}: answer RECONSUME_LATER (SUSPEND_CURRENT_QUEUE_A_MOMENT when orderly) for matching
+ * messages until they come back with reconsumeTimes &gt;= times; consumeThreads, pullBatchSize,
+ * consumeBatchMaxSize, maxReconsumeTimes, suspendMillis, delayLevelWhenNextConsume.
+ */
+public final class PushConsumer {
+    private static final AtomicInteger DELIVERIES = new AtomicInteger();
+    private static final AtomicInteger LATER = new AtomicInteger();
+    private static final Set<String> CONSUMED = ConcurrentHashMap.newKeySet();
+
+    private PushConsumer() {
+    }
+
+    public static void main(String[] args) {
+        Events.run("push_consumer", args, PushConsumer::run);
+    }
+
+    static void run(JsonObject spec) throws Exception {
+        long start = System.nanoTime();
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(Events.required(spec, "group"));
+        consumer.setNamesrvAddr(Events.required(spec, "namesrv"));
+        consumer.setInstanceName(Events.instanceName("push"));
+        consumer.setConsumeFromWhere(
+            ConsumeFromWhere.valueOf(Events.str(spec, "consumeFromWhere", "CONSUME_FROM_FIRST_OFFSET")));
+        Events.setEnum(consumer, "setMessageModel", Events.bool(spec, "broadcasting", false)
+            ? "BROADCASTING" : "CLUSTERING");
+        int threads = (int) Events.num(spec, "consumeThreads", 4);
+        consumer.setConsumeThreadMin(threads);
+        consumer.setConsumeThreadMax(threads);
+        consumer.setPullBatchSize((int) Events.num(spec, "pullBatchSize", 32));
+        consumer.setConsumeMessageBatchMaxSize((int) Events.num(spec, "consumeBatchMaxSize", 1));
+        consumer.setMaxReconsumeTimes((int) Events.num(spec, "maxReconsumeTimes", 16));
+        consumer.setSuspendCurrentQueueTimeMillis(Events.num(spec, "suspendMillis", 1000));
+        if (spec.has("subscriptions")) {
+            for (JsonElement e : Events.array(spec, "subscriptions")) {
+                subscribe(consumer, e.getAsJsonObject());
+            }
+        } else {
+            subscribe(consumer, spec);
+        }
+        JsonObject later = spec.has("reconsumeLater") ? spec.getAsJsonObject("reconsumeLater") : new JsonObject();
+        int delayLevel = (int) Events.num(spec, "delayLevelWhenNextConsume", 0);
+        boolean orderly = Events.bool(spec, "orderly", false);
+        if (orderly) {
+            consumer.registerMessageListener((MessageListenerOrderly) (msgs, ctx) ->
+                consume(msgs, later, "SUSPEND_CURRENT_QUEUE_A_MOMENT", "SUCCESS")
+                    ? ConsumeOrderlyStatus.SUCCESS : ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT);
+        } else {
+            consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+                if (delayLevel != 0) {
+                    ctx.setDelayLevelWhenNextConsume(delayLevel);
+                }
+                return consume(msgs, later, "RECONSUME_LATER", "CONSUME_SUCCESS")
+                    ? ConsumeConcurrentlyStatus.CONSUME_SUCCESS : ConsumeConcurrentlyStatus.RECONSUME_LATER;
+            });
+        }
+        consumer.start();
+        Map<String, Object> started = Events.event("started");
+        started.put("driver", "push_consumer");
+        started.put("clientVersion", Events.clientVersion());
+        started.put("clientId", consumer.buildMQClientId());
+        Events.emit(started);
+
+        long expect = Events.num(spec, "expect", 0);
+        long timeoutMs = Events.num(spec, "timeoutMs", 30_000);
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while ((expect <= 0 || CONSUMED.size() < expect) && System.currentTimeMillis() < deadline) {
+            Thread.sleep(20);
+        }
+        boolean reached = expect > 0 && CONSUMED.size() >= expect;
+        long settle = Events.num(spec, "settleMs", 0);
+        if (settle > 0) {
+            Thread.sleep(settle);
+        }
+        consumer.shutdown();
+        Map<String, Object> summary = Events.summary("push_consumer", start);
+        summary.put("orderly", orderly);
+        summary.put("deliveries", DELIVERIES.get());
+        summary.put("consumed", CONSUMED.size());
+        summary.put("reconsumeLater", LATER.get());
+        summary.put("expected", expect);
+        summary.put("timedOut", expect > 0 && !reached);
+        Events.emit(summary);
+    }
+
+    static void subscribe(DefaultMQPushConsumer consumer, JsonObject s) throws Exception {
+        String topic = Events.required(s, "topic");
+        if (s.has("sql")) {
+            consumer.subscribe(topic, MessageSelector.bySql(Events.str(s, "sql", "TRUE")));
+        } else {
+            consumer.subscribe(topic, Events.str(s, "expression", "*"));
+        }
+    }
+
+    /** Reports each message; returns false when the batch is to be consumed again later. */
+    static boolean consume(List<MessageExt> msgs, JsonObject later, String laterName, String okName) {
+        boolean ok = true;
+        for (MessageExt m : msgs) {
+            if (wantsLater(m, later)) {
+                ok = false;
+            }
+        }
+        for (MessageExt m : msgs) {
+            DELIVERIES.incrementAndGet();
+            Map<String, Object> e = Events.event("received");
+            e.putAll(Events.message(m));
+            e.put("answer", ok ? okName : laterName);
+            e.put("thread", Thread.currentThread().getName());
+            Events.emit(e);
+            if (ok) {
+                CONSUMED.add(m.getMsgId());
+            }
+        }
+        if (!ok) {
+            LATER.incrementAndGet();
+        }
+        return ok;
+    }
+
+    static boolean wantsLater(MessageExt m, JsonObject later) {
+        if (later.size() == 0 || m.getReconsumeTimes() >= Events.num(later, "times", 1)) {
+            return false;
+        }
+        for (String k : Events.strings(later, "keys")) {
+            if (m.getKeys() != null && List.of(m.getKeys().split(" ")).contains(k)) {
+                return true;
+            }
+        }
+        for (String t : Events.strings(later, "tags")) {
+            if (t.equals(m.getTags())) {
+                return true;
+            }
+        }
+        String body = m.getBody() == null ? null : Events.utf8(m.getBody());
+        for (String b : Events.strings(later, "bodies")) {
+            if (b.equals(body)) {
+                return true;
+            }
+        }
+        return false;
+    }
+}
