@@ -169,12 +169,29 @@ def _escape_char_browser(m: re.Match[str]) -> str:
     return f"\\u{code:04X}"
 
 
-def _quote(s: str, browser: bool) -> str:
-    if browser:
-        return '"' + _NEEDS_ESCAPE_BROWSER.sub(_escape_char_browser, s) + '"'
-    if _NEEDS_ESCAPE.search(s) is None:
-        return '"' + s + '"'
-    return '"' + _NEEDS_ESCAPE.sub(_escape_char, s) + '"'
+# fastjson2 (RocketMQ 5.5 bodies) escapes only what JSON requires, with lower-case hex digits.
+_NEEDS_ESCAPE_2 = re.compile('[\x00-\x1f"\\\\]')
+
+
+def _escape_char_2(m: re.Match[str]) -> str:
+    ch = m.group()
+    letter = _LETTER_ESCAPES.get(ch)
+    return letter if letter is not None else f"\\u{ord(ch):04x}"
+
+
+_STYLE_V1, _STYLE_V1_BROWSER, _STYLE_V2 = range(3)
+
+
+def _quote(s: str, style: int) -> str:
+    if style == _STYLE_V1:
+        if _NEEDS_ESCAPE.search(s) is None:
+            return '"' + s + '"'
+        return '"' + _NEEDS_ESCAPE.sub(_escape_char, s) + '"'
+    if style == _STYLE_V2:
+        if _NEEDS_ESCAPE_2.search(s) is None:
+            return '"' + s + '"'
+        return '"' + _NEEDS_ESCAPE_2.sub(_escape_char_2, s) + '"'
+    return '"' + _NEEDS_ESCAPE_BROWSER.sub(_escape_char_browser, s) + '"'
 
 
 def java_double_str(value: float) -> str:
@@ -207,25 +224,34 @@ def _java_key_order(key: Any) -> tuple[int, Any]:
     return (2, repr(key))
 
 
-class _Writer:
-    __slots__ = ("browser", "quote_int_keys", "sort_map_keys")
+_JS_SAFE = 2**53 - 1
 
-    def __init__(self, quote_int_keys: bool, browser: bool, sort_map_keys: bool) -> None:
-        self.quote_int_keys = quote_int_keys
+
+class _Writer:
+    __slots__ = ("big_longs_as_strings", "browser", "quote_int_keys", "sort_map_keys", "style")
+
+    def __init__(self, quote_int_keys: bool, browser: bool, sort_map_keys: bool, fastjson2: bool) -> None:
+        self.quote_int_keys = quote_int_keys or browser
         self.browser = browser
         self.sort_map_keys = sort_map_keys
+        self.style = _STYLE_V2 if fastjson2 else _STYLE_V1_BROWSER if browser else _STYLE_V1
+        # fastjson2's BrowserCompatible writes longs outside +-2^53 as strings (JavaScript safety)
+        self.big_longs_as_strings = fastjson2 and browser
 
     def value(self, obj: Any, out: list[str]) -> None:
         if obj is None:
             out.append("null")
         elif isinstance(obj, str):
-            out.append(_quote(obj, self.browser))
+            out.append(_quote(obj, self.style))
         elif isinstance(obj, bool):
             out.append("true" if obj else "false")
         elif isinstance(obj, enum.Enum):
-            out.append(_quote(obj.name, self.browser))
+            out.append(_quote(obj.name, self.style))
         elif isinstance(obj, int):
-            out.append(str(obj))
+            if self.big_longs_as_strings and not -_JS_SAFE <= obj <= _JS_SAFE:
+                out.append('"' + str(obj) + '"')
+            else:
+                out.append(str(obj))
         elif isinstance(obj, float):
             out.append("null" if math.isnan(obj) or math.isinf(obj) else java_double_str(obj))
         elif isinstance(obj, Mapping):
@@ -256,16 +282,16 @@ class _Writer:
             if not first:
                 out.append(",")
             first = False
-            out.append(_quote(name, self.browser))
+            out.append(_quote(name, self.style))
             out.append(":")
             self.value(val, out)
         out.append("}")
 
     def key(self, key: Any, out: list[str]) -> None:
         if isinstance(key, str):
-            out.append(_quote(key, self.browser))
+            out.append(_quote(key, self.style))
         elif isinstance(key, enum.Enum):
-            out.append(_quote(key.name, self.browser))
+            out.append(_quote(key.name, self.style))
         elif isinstance(key, bool):
             out.append('"true"' if key else '"false"')
         elif isinstance(key, int | float):
@@ -276,11 +302,11 @@ class _Writer:
             if self.browser:
                 inner: list[str] = []
                 self.value(key, inner)
-                out.append(_quote("".join(inner), self.browser))
+                out.append(_quote("".join(inner), self.style))
             else:
                 self.value(key, out)
         else:
-            out.append(_quote(str(key), self.browser))
+            out.append(_quote(str(key), self.style))
 
     def mapping(self, obj: Mapping[Any, Any], out: list[str]) -> None:
         items: Iterable[tuple[Any, Any]] = obj.items()
@@ -306,6 +332,7 @@ def dumps(
     quote_int_keys: bool = True,
     browser_compatible: bool = False,
     sort_map_keys: bool = False,
+    fastjson2: bool = False,
 ) -> bytes:
     """Write ``obj`` as fastjson would (UTF-8 bytes).
 
@@ -313,9 +340,11 @@ def dumps(
     are ints are bare unless ``quote_int_keys``; ObjectKey / dataclass keys in fastjson's object-key
     form. ``browser_compatible`` + ``sort_map_keys`` reproduce the namesrv's "standard JSON" route
     body (``BrowserCompatible`` escapes '/' and all non-ASCII, quotes every key; ``MapSortField``).
+    ``fastjson2`` writes as RocketMQ 5.5 does (fastjson2: only control characters escaped, lower-case
+    hex; its BrowserCompatible quotes keys and longs beyond 2^53 but escapes nothing more).
     """
     out: list[str] = []
-    _Writer(quote_int_keys or browser_compatible, browser_compatible, sort_map_keys).value(obj, out)
+    _Writer(quote_int_keys, browser_compatible, sort_map_keys, fastjson2).value(obj, out)
     return "".join(out).encode("utf-8", "surrogatepass")
 
 
