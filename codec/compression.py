@@ -120,14 +120,15 @@ def compress(
     if type_ is CompressionType.ZLIB:
         return zlib.compress(body, level)
     if type_ is CompressionType.LZ4:
-        return lz4.frame.compress(
-            body,
-            compression_level=0,
+        # A streaming compressor, so the descriptor keeps the 4 MiB block size lz4-java writes (the one-shot
+        # API shrinks it to fit the input).
+        ctx = lz4.frame.LZ4FrameCompressor(
             block_size=lz4.frame.BLOCKSIZE_MAX4MB,
             block_linked=False,
+            compression_level=0,
             content_checksum=False,
-            store_size=False,
         )
+        return bytes(ctx.begin() + ctx.compress(body) + ctx.flush())
     if type_ is CompressionType.ZSTD:
         compressor = zstandard.ZstdCompressor(level=level).compressobj()
         return compressor.compress(body) + compressor.flush()
