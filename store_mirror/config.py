@@ -1,0 +1,427 @@
+"""The broker's config JSON files under ``<store>/config`` with Java's ``ConfigManager`` discipline.
+
+Files are written as fastjson's pretty format writes them (tab indents, sorted bean properties, integer
+map keys bare and inline) and persisted like 4.9.8 ``MixAll.string2File``: new text to ``<name>.tmp``, the
+previous text copied to ``<name>.bak``, then the ``.tmp`` renamed over ``<name>``. Loading falls back to
+``.bak`` when the main file is missing, empty or unreadable; only an unreadable ``.bak`` fails the load.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rmqtwin.codec import fastjson
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "ConfigManager",
+    "ConsumerOffsetManager",
+    "DataVersion",
+    "ScheduleOffsets",
+    "SubscriptionGroupConfig",
+    "SubscriptionGroupManager",
+    "TopicConfig",
+    "TopicConfigManager",
+    "file_to_string",
+    "string_to_file",
+    "to_pretty_json",
+]
+
+TOPIC_GROUP_SEPARATOR = "@"
+
+
+# ---------------------------------------------------------------------------------------------- writing
+
+
+def _scalar(value: Any) -> str:
+    return fastjson.dumps(value).decode("utf-8")
+
+
+def _pretty(value: Any, indent: int, out: list[str]) -> None:
+    if isinstance(value, Mapping):
+        items = [(k, v) for k, v in value.items() if v is not None]
+        if not items:
+            out.append("{}")
+            return
+        out.append("{")
+        first = True
+        for k, v in items:
+            if not first:
+                out.append(",")
+            first = False
+            if isinstance(k, str):
+                out.append("\n" + "\t" * (indent + 1))
+                out.append(_scalar(k))
+            else:
+                out.append(str(int(k)))
+            out.append(":")
+            _pretty(v, indent + 1, out)
+        out.append("\n" + "\t" * indent + "}")
+    else:
+        out.append(_scalar(value))
+
+
+def to_pretty_json(value: Any) -> str:
+    """fastjson ``toJSONString(obj, PrettyFormat)`` for trees of dicts, lists and scalars.
+
+    String keys go one per line; integer keys (``Map<Integer,Long>``) stay inline after the brace, with the
+    closing brace on its own line, exactly as fastjson lays them out.
+    """
+    out: list[str] = []
+    _pretty(value, 0, out)
+    return "".join(out)
+
+
+def file_to_string(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _write_synced(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def string_to_file(text: str, path: str) -> None:
+    """``MixAll.string2File``: ``.tmp`` first, the previous content kept as ``.bak``, then the rename.
+
+    The rename replaces the old file atomically (Java deletes then renames), so a crash never leaves
+    neither file behind.
+    """
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = path + ".tmp"
+    _write_synced(tmp, text)
+    prev = file_to_string(path)
+    if prev is not None:
+        _write_synced(path + ".bak", prev)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------------------- base
+
+
+class ConfigManager:
+    """Java's ``ConfigManager``: ``load`` (with the ``.bak`` fallback) and ``persist``."""
+
+    def __init__(self, config_file_path: str) -> None:
+        self.config_file_path = config_file_path
+
+    def encode(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def decode(self, obj: Any) -> None:
+        raise NotImplementedError
+
+    def _decode_text(self, text: str) -> None:
+        obj = fastjson.loads(text)
+        if not isinstance(obj, dict):
+            raise fastjson.FastjsonError(f"{self.config_file_path}: not a JSON object")
+        self.decode(obj)
+
+    def load(self) -> bool:
+        text = file_to_string(self.config_file_path)
+        if text:
+            try:
+                self._decode_text(text)
+                return True
+            except Exception as exc:  # any parse failure means: try the backup, as Java does
+                log.warning("load %s failed (%s), trying .bak", self.config_file_path, exc)
+        return self._load_bak()
+
+    def _load_bak(self) -> bool:
+        text = file_to_string(self.config_file_path + ".bak")
+        if not text:
+            return True
+        try:
+            self._decode_text(text)
+        except Exception as exc:
+            log.error("load %s.bak failed: %s", self.config_file_path, exc)
+            return False
+        return True
+
+    def encode_text(self) -> str:
+        return to_pretty_json(self.encode())
+
+    def persist(self) -> None:
+        string_to_file(self.encode_text(), self.config_file_path)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(slots=True)
+class DataVersion:
+    """``DataVersion``: bumped (counter + 1, timestamp now) on every change."""
+
+    counter: int = 0
+    timestamp: int = field(default_factory=_now_ms)
+
+    def next_version(self, now_ms: int | None = None) -> None:
+        self.counter += 1
+        self.timestamp = _now_ms() if now_ms is None else now_ms
+
+    def to_json(self) -> dict[str, Any]:
+        return {"counter": self.counter, "timestamp": self.timestamp}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any] | None) -> DataVersion:
+        if not obj:
+            return cls()
+        return cls(int(obj.get("counter", 0)), int(obj.get("timestamp", 0)))
+
+
+# ---------------------------------------------------------------------------------------------- topics
+
+
+@dataclass(slots=True)
+class TopicConfig:
+    topic_name: str
+    read_queue_nums: int = 16
+    write_queue_nums: int = 16
+    perm: int = 6
+    topic_filter_type: str = "SINGLE_TAG"
+    topic_sys_flag: int = 0
+    order: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "order": self.order,
+            "perm": self.perm,
+            "readQueueNums": self.read_queue_nums,
+            "topicFilterType": self.topic_filter_type,
+            "topicName": self.topic_name,
+            "topicSysFlag": self.topic_sys_flag,
+            "writeQueueNums": self.write_queue_nums,
+        }
+
+    @classmethod
+    def from_json(cls, name: str, obj: Mapping[str, Any]) -> TopicConfig:
+        return cls(
+            topic_name=str(obj.get("topicName", name)),
+            read_queue_nums=int(obj.get("readQueueNums", 16)),
+            write_queue_nums=int(obj.get("writeQueueNums", 16)),
+            perm=int(obj.get("perm", 6)),
+            topic_filter_type=str(obj.get("topicFilterType", "SINGLE_TAG")),
+            topic_sys_flag=int(obj.get("topicSysFlag", 0)),
+            order=bool(obj.get("order", False)),
+        )
+
+
+class TopicConfigManager(ConfigManager):
+    """``config/topics.json``: ``{"dataVersion":…,"topicConfigTable":{name: TopicConfig}}``."""
+
+    def __init__(self, store_dir: str) -> None:
+        super().__init__(os.path.join(store_dir, "config", "topics.json"))
+        self.topic_config_table: dict[str, TopicConfig] = {}
+        self.data_version = DataVersion()
+
+    def encode(self) -> dict[str, Any]:
+        return {
+            "dataVersion": self.data_version.to_json(),
+            "topicConfigTable": {name: tc.to_json() for name, tc in self.topic_config_table.items()},
+        }
+
+    def decode(self, obj: Any) -> None:
+        table = obj.get("topicConfigTable") or {}
+        for name, tc in table.items():
+            self.topic_config_table[str(name)] = TopicConfig.from_json(str(name), tc)
+        self.data_version = DataVersion.from_json(obj.get("dataVersion"))
+
+    def select_topic_config(self, topic: str) -> TopicConfig | None:
+        return self.topic_config_table.get(topic)
+
+    def update_topic_config(self, tc: TopicConfig, persist: bool = True) -> None:
+        self.topic_config_table[tc.topic_name] = tc
+        self.data_version.next_version()
+        if persist:
+            self.persist()
+
+    def delete_topic_config(self, topic: str, persist: bool = True) -> bool:
+        if self.topic_config_table.pop(topic, None) is None:
+            return False
+        self.data_version.next_version()
+        if persist:
+            self.persist()
+        return True
+
+
+# ---------------------------------------------------------------------------------------------- offsets
+
+
+class ConsumerOffsetManager(ConfigManager):
+    """``config/consumerOffset.json``: ``{"offsetTable":{"topic@group":{queueId:offset}}}``.
+
+    The offset stored is the next queue offset to consume.
+    """
+
+    def __init__(self, store_dir: str) -> None:
+        super().__init__(os.path.join(store_dir, "config", "consumerOffset.json"))
+        self.offset_table: dict[str, dict[int, int]] = {}
+
+    def encode(self) -> dict[str, Any]:
+        return {"offsetTable": self.offset_table}
+
+    def decode(self, obj: Any) -> None:
+        table = obj.get("offsetTable") or {}
+        self.offset_table = {str(k): fastjson.to_ints(v, int) for k, v in table.items()}
+
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        key = f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
+        self.offset_table.setdefault(key, {})[queue_id] = offset
+
+    def query_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """-1 when nothing was committed for this queue (Java's answer)."""
+        return self.offset_table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {}).get(queue_id, -1)
+
+    def query_offsets(self, group: str, topic: str) -> dict[int, int]:
+        return dict(self.offset_table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {}))
+
+    def which_topic_by_consumer(self, group: str) -> set[str]:
+        out = set()
+        for key in self.offset_table:
+            topic, _, g = key.rpartition(TOPIC_GROUP_SEPARATOR)
+            if g == group:
+                out.add(topic)
+        return out
+
+    def which_group_by_topic(self, topic: str) -> set[str]:
+        out = set()
+        for key in self.offset_table:
+            t, _, g = key.rpartition(TOPIC_GROUP_SEPARATOR)
+            if t == topic:
+                out.add(g)
+        return out
+
+    def clean_offset_by_topic(self, topic: str) -> None:
+        for key in [k for k in self.offset_table if k.rpartition(TOPIC_GROUP_SEPARATOR)[0] == topic]:
+            del self.offset_table[key]
+
+
+class ScheduleOffsets(ConfigManager):
+    """``config/delayOffset.json``: ``{"offsetTable":{delayLevel:nextConsumeQueueOffset}}``."""
+
+    def __init__(self, store_dir: str) -> None:
+        super().__init__(os.path.join(store_dir, "config", "delayOffset.json"))
+        self.offset_table: dict[int, int] = {}
+
+    def encode(self) -> dict[str, Any]:
+        return {"offsetTable": self.offset_table}
+
+    def decode(self, obj: Any) -> None:
+        self.offset_table = fastjson.to_ints(obj.get("offsetTable") or {}, int)
+
+    def update_offset(self, delay_level: int, offset: int) -> None:
+        self.offset_table[delay_level] = offset
+
+    def correct(self, min_max: Callable[[int], tuple[int, int]]) -> None:
+        """Clamp every level's offset into its schedule queue's [min, max] (``correctDelayOffset``)."""
+        for level, offset in list(self.offset_table.items()):
+            low, high = min_max(level)
+            if offset < low or offset > high:
+                self.offset_table[level] = min(max(offset, low), high)
+
+
+# ---------------------------------------------------------------------------------------------- groups
+
+
+@dataclass(slots=True)
+class SubscriptionGroupConfig:
+    group_name: str
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "brokerId": self.broker_id,
+            "consumeBroadcastEnable": self.consume_broadcast_enable,
+            "consumeEnable": self.consume_enable,
+            "consumeFromMinEnable": self.consume_from_min_enable,
+            "groupName": self.group_name,
+            "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
+            "retryMaxTimes": self.retry_max_times,
+            "retryQueueNums": self.retry_queue_nums,
+            "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
+        }
+
+    @classmethod
+    def from_json(cls, name: str, obj: Mapping[str, Any]) -> SubscriptionGroupConfig:
+        return cls(
+            group_name=str(obj.get("groupName", name)),
+            consume_enable=bool(obj.get("consumeEnable", True)),
+            consume_from_min_enable=bool(obj.get("consumeFromMinEnable", True)),
+            consume_broadcast_enable=bool(obj.get("consumeBroadcastEnable", True)),
+            retry_queue_nums=int(obj.get("retryQueueNums", 1)),
+            retry_max_times=int(obj.get("retryMaxTimes", 16)),
+            broker_id=int(obj.get("brokerId", 0)),
+            which_broker_when_consume_slowly=int(obj.get("whichBrokerWhenConsumeSlowly", 1)),
+            notify_consumer_ids_changed_enable=bool(obj.get("notifyConsumerIdsChangedEnable", True)),
+        )
+
+
+BUILT_IN_GROUPS = (
+    "TOOLS_CONSUMER",
+    "FILTERSRV_CONSUMER",
+    "SELF_TEST_C_GROUP",
+    "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PULL",
+    "CID_ONSAPI_PERMISSION",
+    "CID_ONSAPI_OWNER",
+)
+
+
+class SubscriptionGroupManager(ConfigManager):
+    """``config/subscriptionGroup.json``: ``{"dataVersion":…,"subscriptionGroupTable":{group: config}}``."""
+
+    def __init__(self, store_dir: str, built_ins: bool = True) -> None:
+        super().__init__(os.path.join(store_dir, "config", "subscriptionGroup.json"))
+        self.subscription_group_table: dict[str, SubscriptionGroupConfig] = {}
+        self.data_version = DataVersion()
+        if built_ins:
+            for name in BUILT_IN_GROUPS:
+                self.subscription_group_table[name] = SubscriptionGroupConfig(name)
+
+    def encode(self) -> dict[str, Any]:
+        return {
+            "dataVersion": self.data_version.to_json(),
+            "subscriptionGroupTable": {n: g.to_json() for n, g in self.subscription_group_table.items()},
+        }
+
+    def decode(self, obj: Any) -> None:
+        for name, g in (obj.get("subscriptionGroupTable") or {}).items():
+            self.subscription_group_table[str(name)] = SubscriptionGroupConfig.from_json(str(name), g)
+        self.data_version = DataVersion.from_json(obj.get("dataVersion"))
+
+    def update_subscription_group_config(self, cfg: SubscriptionGroupConfig, persist: bool = True) -> None:
+        self.subscription_group_table[cfg.group_name] = cfg
+        self.data_version.next_version()
+        if persist:
+            self.persist()
+
+    def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
+        return self.subscription_group_table.get(group)
+
+    def delete_subscription_group_config(self, group: str, persist: bool = True) -> bool:
+        if self.subscription_group_table.pop(group, None) is None:
+            return False
+        self.data_version.next_version()
+        if persist:
+            self.persist()
+        return True

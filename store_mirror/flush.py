@@ -1,0 +1,177 @@
+"""Flush services: ASYNC_FLUSH (periodic) and SYNC_FLUSH (group commit); fsync stays off the reactor thread.
+
+``GroupCommitService`` batches every waiting send into the next fsync: while one fsync runs, new requests
+queue up and are all covered by the following one (Java swaps its request lists the same way). A send whose
+fsync does not
+complete within ``syncFlushTimeout`` is answered FLUSH_DISK_TIMEOUT, as ``FlushDiskWatcher`` does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet import defer
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.task import LoopingCall
+from twisted.python.failure import Failure
+from twisted.python.threadpool import ThreadPool
+
+from rmqtwin.store_mirror.commitlog import PutMessageStatus
+
+log = logging.getLogger(__name__)
+
+RunBlocking = Callable[[Callable[[], Any]], "defer.Deferred[Any]"]
+
+
+class FlushThread:
+    """A dedicated one-thread pool for fsync calls; ``run`` returns a Deferred fired on the reactor."""
+
+    def __init__(self, reactor: Any, name: str = "FlushCommitLogService") -> None:
+        self.reactor = reactor
+        self.pool = ThreadPool(minthreads=1, maxthreads=1, name=name)
+        self._started = False
+
+    def start(self) -> None:
+        if not self._started:
+            self.pool.start()
+            self._started = True
+
+    def run(self, fn: Callable[[], Any]) -> defer.Deferred[Any]:
+        from twisted.internet.threads import deferToThreadPool
+
+        self.start()
+        return deferToThreadPool(self.reactor, self.pool, fn)
+
+    def stop(self) -> None:
+        if self._started:
+            self.pool.stop()
+            self._started = False
+
+
+class GroupCommitService:
+    """SYNC_FLUSH: acknowledge a send only once the commitlog is fsynced past its last byte."""
+
+    def __init__(
+        self,
+        flush_all: Callable[[], None],
+        flushed_where: Callable[[], int],
+        run_blocking: RunBlocking,
+        clock: IReactorTime,
+        timeout_ms: int,
+    ) -> None:
+        self._flush_all = flush_all
+        self._flushed_where = flushed_where
+        self._run_blocking = run_blocking
+        self._clock = clock
+        self._timeout = timeout_ms / 1000.0
+        self._pending: list[tuple[int, defer.Deferred[PutMessageStatus], IDelayedCall]] = []
+        self._busy = False
+        self._stopped = False
+
+    def submit(self, end_offset: int) -> defer.Deferred[PutMessageStatus]:
+        if end_offset <= self._flushed_where():
+            return defer.succeed(PutMessageStatus.PUT_OK)
+        d: defer.Deferred[PutMessageStatus] = defer.Deferred()
+
+        def timed_out() -> None:
+            self._pending = [p for p in self._pending if p[1] is not d]
+            d.callback(PutMessageStatus.FLUSH_DISK_TIMEOUT)
+
+        call = self._clock.callLater(self._timeout, timed_out)
+        self._pending.append((end_offset, d, call))
+        self.wakeup()
+        return d
+
+    def wakeup_for(self, end_offset: int) -> None:
+        """A WAIT=false send: start a flush covering it without anyone waiting."""
+        if end_offset > self._flushed_where() and not self._busy and not self._stopped:
+            self._busy = True
+            self._run_blocking(self._flush_all).addBoth(self._flushed)
+
+    def wakeup(self) -> None:
+        if self._busy or self._stopped or not self._pending:
+            return
+        self._busy = True
+        d = self._run_blocking(self._flush_all)
+        d.addCallbacks(self._flushed, self._failed)
+
+    def _complete(self) -> None:
+        flushed = self._flushed_where()
+        still: list[tuple[int, defer.Deferred[PutMessageStatus], IDelayedCall]] = []
+        for end, d, call in self._pending:
+            if end <= flushed:
+                if call.active():
+                    call.cancel()
+                d.callback(PutMessageStatus.PUT_OK)
+            else:
+                still.append((end, d, call))
+        self._pending = still
+
+    def _flushed(self, _: object) -> None:
+        self._busy = False
+        self._complete()
+        self.wakeup()
+
+    def _failed(self, failure: Failure) -> None:
+        self._busy = False
+        log.error("group commit flush failed: %s", failure.getErrorMessage())
+
+    def stop(self) -> None:
+        """Answer everything still waiting with what has been flushed so far."""
+        self._stopped = True
+        flushed = self._flushed_where()
+        for end, d, call in self._pending:
+            if call.active():
+                call.cancel()
+            d.callback(PutMessageStatus.PUT_OK if end <= flushed else PutMessageStatus.FLUSH_DISK_TIMEOUT)
+        self._pending = []
+
+
+class PeriodicFlushService:
+    """Runs ``flush(thorough)`` every ``interval_ms`` on reactor time; thorough once per ``thorough_ms``."""
+
+    def __init__(
+        self,
+        flush: Callable[[bool], None],
+        run_blocking: RunBlocking,
+        clock: IReactorTime,
+        *,
+        interval_ms: int,
+        thorough_ms: int,
+        name: str,
+    ) -> None:
+        self._flush = flush
+        self._run_blocking = run_blocking
+        self._clock = clock
+        self._interval_ms = interval_ms
+        self._thorough_ms = thorough_ms
+        self._last_thorough = 0.0
+        self._busy = False
+        self.name = name
+        self._loop = LoopingCall(self._tick)
+        self._loop.clock = clock
+
+    def start(self) -> None:
+        self._last_thorough = self._clock.seconds()
+        self._loop.start(self._interval_ms / 1000.0, now=False)
+
+    def _tick(self) -> None:
+        if self._busy:
+            return
+        now = self._clock.seconds()
+        thorough = (now - self._last_thorough) * 1000 >= self._thorough_ms
+        if thorough:
+            self._last_thorough = now
+        self._busy = True
+        d = self._run_blocking(lambda: self._flush(thorough))
+        d.addErrback(lambda f: log.error("%s failed: %s", self.name, f.getErrorMessage()))
+        d.addBoth(self._done)
+
+    def _done(self, _: object) -> None:
+        self._busy = False
+
+    def stop(self) -> None:
+        if self._loop.running:
+            self._loop.stop()

@@ -1,0 +1,690 @@
+"""``DefaultMessageStore``: commitlog, consume queues, index, checkpoint, recovery and flushing as one store.
+
+Mirrors Java's ``MessageStore`` interface in snake_case (see docs/ARCHITECTURE.md). Differences that matter:
+dispatch to consume queues and the index happens synchronously inside ``put_message`` (strict commitlog order,
+no reput thread), and ``load()`` also performs the start-up reput for records the consume queues do not cover.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from twisted.internet import defer
+from twisted.internet.task import LoopingCall
+
+from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.message import MessageExt, decode_message_record
+from rmqtwin.store_mirror.checkpoint import StoreCheckpoint
+from rmqtwin.store_mirror.commitlog import (
+    AppendMessageResult,
+    AppendMessageStatus,
+    CommitLog,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from rmqtwin.store_mirror.consume_queue import ConsumeQueue
+from rmqtwin.store_mirror.flush import FlushThread, GroupCommitService, PeriodicFlushService, RunBlocking
+from rmqtwin.store_mirror.index import IndexService
+from rmqtwin.store_mirror.layouts import CQ_ENTRY, CQ_STORE_UNIT_SIZE
+from rmqtwin.store_mirror.record import (
+    PROPERTY_WAIT,
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_TYPE_MASK,
+    DelayTimeFn,
+    DispatchRequest,
+    MessageExtBrokerInner,
+    parse_delay_levels,
+)
+from rmqtwin.store_mirror.store_config import FlushDiskType, MessageStoreConfig
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "AppendMessageResult",
+    "AppendMessageStatus",
+    "DefaultMessageStore",
+    "FlushDiskType",
+    "GetMessageResult",
+    "GetMessageStatus",
+    "MessageExtBrokerInner",
+    "MessageFilter",
+    "MessageStoreConfig",
+    "PutMessageResult",
+    "PutMessageStatus",
+    "QueryMessageResult",
+]
+
+
+class GetMessageStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+class MessageFilter(Protocol):
+    """Java's ``MessageFilter``: tag-code check on the consume queue, then (optionally) on the record."""
+
+    def is_matched_by_consume_queue(self, tags_code: int | None, cq_ext_unit: object | None) -> bool: ...
+
+    def is_matched_by_commit_log(self, msg_buffer: bytes, properties: dict[str, str] | None) -> bool: ...
+
+
+@dataclass(slots=True)
+class GetMessageResult:
+    status: GetMessageStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    message_buffers: list[bytes] = field(default_factory=list)
+    message_queue_offsets: list[int] = field(default_factory=list)
+    suggest_pulling_from_slave: bool = False
+
+    @property
+    def message_count(self) -> int:
+        return len(self.message_buffers)
+
+    @property
+    def buffer_total_size(self) -> int:
+        return sum(len(b) for b in self.message_buffers)
+
+
+@dataclass(slots=True)
+class QueryMessageResult:
+    message_buffers: list[bytes] = field(default_factory=list)
+    phy_offsets: list[int] = field(default_factory=list)
+    index_last_update_timestamp: int = 0
+    index_last_update_phyoffset: int = 0
+
+
+def _run_inline(fn: Callable[[], Any]) -> defer.Deferred[Any]:
+    try:
+        return defer.succeed(fn())
+    except Exception:
+        return defer.fail()
+
+
+def _total_physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 16 * 1024**3
+
+
+TOTAL_PHYSICAL_MEMORY_SIZE = _total_physical_memory()
+
+
+class DefaultMessageStore:
+    def __init__(
+        self,
+        store_dir: str,
+        config: MessageStoreConfig | None = None,
+        *,
+        read_only: bool = False,
+        reactor: Any = None,
+        run_blocking: RunBlocking | None = None,
+        now_ms: Callable[[], int] | None = None,
+    ) -> None:
+        self.config = config if config is not None else MessageStoreConfig()
+        self.config.store_path_root_dir = store_dir
+        self.store_dir = store_dir
+        self.read_only = read_only
+        self._now_ms = now_ms or (lambda: int(time.time() * 1000))
+        self._reactor = reactor
+        self._run_blocking_override = run_blocking
+        self._flush_thread: FlushThread | None = None
+        self.delay = DelayTimeFn(parse_delay_levels(self.config.message_delay_level))
+        self.commit_log = CommitLog(
+            os.path.join(store_dir, "commitlog"),
+            self.config.mapped_file_size_commit_log,
+            max_message_size=self.config.max_message_size,
+            delay=self.delay,
+            handle_schedule_message=self.config.handle_schedule_message,
+            read_only=read_only,
+            now_ms=self._now_ms,
+        )
+        self.commit_log.dispatcher = self._dispatch
+        self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
+        self.checkpoint: StoreCheckpoint | None = None
+        self.index_service = IndexService(
+            os.path.join(store_dir, "index"),
+            self.config.max_hash_slot_num,
+            self.config.max_index_num,
+            max_msgs_num_batch=self.config.max_msgs_num_batch,
+            read_only=read_only,
+            now_ms=self._now_ms,
+            on_roll=self._on_index_roll,
+        )
+        self.last_exit_ok = True
+        self.shutdown_flag = True
+        self._lock_fd = -1
+        self._group_commit: GroupCommitService | None = None
+        self._services: list[PeriodicFlushService] = []
+        self._clean_loop: LoopingCall | None = None
+
+    # ---- paths
+
+    @property
+    def consume_queue_dir(self) -> str:
+        return os.path.join(self.store_dir, "consumequeue")
+
+    @property
+    def abort_file(self) -> str:
+        return os.path.join(self.store_dir, "abort")
+
+    @property
+    def lock_file(self) -> str:
+        return os.path.join(self.store_dir, "lock")
+
+    # ---- lifecycle
+
+    def load(self) -> bool:
+        """Map every file and recover (abnormally when ``abort`` exists); False if the store is unusable."""
+        self.last_exit_ok = not os.path.exists(self.abort_file)
+        if not self.commit_log.load():
+            return False
+        if not self._load_consume_queue():
+            return False
+        self.checkpoint = StoreCheckpoint(
+            os.path.join(self.store_dir, "checkpoint"), read_only=self.read_only
+        )
+        if not self.index_service.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp):
+            return False
+        self._recover(self.last_exit_ok)
+        return True
+
+    def _load_consume_queue(self) -> bool:
+        root = self.consume_queue_dir
+        if not os.path.isdir(root):
+            return True
+        for topic in sorted(os.listdir(root)):
+            tdir = os.path.join(root, topic)
+            if not os.path.isdir(tdir):
+                continue
+            for qname in sorted(os.listdir(tdir)):
+                try:
+                    qid = int(qname)
+                except ValueError:
+                    continue
+                cq = self._new_cq(topic, qid)
+                if not cq.load():
+                    return False
+                self.consume_queue_table.setdefault(topic, {})[qid] = cq
+        return True
+
+    def _new_cq(self, topic: str, queue_id: int) -> ConsumeQueue:
+        return ConsumeQueue(
+            topic,
+            queue_id,
+            self.consume_queue_dir,
+            self.config.mapped_file_size_consume_queue,
+            self.read_only,
+        )
+
+    def _recover(self, last_exit_ok: bool) -> None:
+        max_phy_cq = -1
+        for cq in self._all_cqs():
+            cq.recover()
+            max_phy_cq = max(max_phy_cq, cq.max_physic_offset)
+        crc = self.config.check_crc_on_recover
+        if last_exit_ok or self.read_only:
+            end = self.commit_log.recover_normally(crc)
+        else:
+            assert self.checkpoint is not None
+            min_ts = (
+                self.checkpoint.get_min_timestamp_index()
+                if self.config.message_index_enable and self.config.message_index_safe
+                else self.checkpoint.get_min_timestamp()
+            )
+            end = self.commit_log.recover_abnormally(crc, min_ts, self._dispatch)
+        if not self.commit_log.mapped_file_queue.mapped_files and not self.read_only:
+            for cq in self._all_cqs():
+                cq.destroy()
+            self.consume_queue_table.clear()
+        if max_phy_cq >= end:
+            if max_phy_cq > end:
+                log.warning("consume queues point past the commitlog end %d, truncating them", end)
+            for cq in self._all_cqs():
+                cq.truncate_dirty_logic_files(end)
+        if not self.read_only:
+            reput_from = max(
+                [self.commit_log.get_min_offset(), *(cq.max_physic_offset for cq in self._all_cqs())]
+            )
+            for req in self.commit_log.iter_records(reput_from):
+                self._dispatch(req)
+        self._recover_topic_queue_table()
+
+    def _recover_topic_queue_table(self) -> None:
+        table: dict[str, int] = {}
+        min_phy = self.commit_log.get_min_offset()
+        for cq in self._all_cqs():
+            table[f"{cq.topic}-{cq.queue_id}"] = cq.get_max_offset_in_queue()
+            cq.correct_min_offset(min_phy)
+        self.commit_log.topic_queue_table = table
+
+    def _all_cqs(self) -> list[ConsumeQueue]:
+        return [cq for queues in self.consume_queue_table.values() for cq in queues.values()]
+
+    def start(self) -> None:
+        """Take the lock, create ``abort`` and start the flush services (on ``reactor``)."""
+        if self.read_only:
+            self.shutdown_flag = False
+            return
+        os.makedirs(self.store_dir, exist_ok=True)
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+        except OSError as exc:
+            os.close(fd)
+            raise RuntimeError("Lock failed,MQ already started") from exc
+        os.pwrite(fd, b"lock", 0)
+        os.fsync(fd)
+        self._lock_fd = fd
+        with open(self.abort_file, "wb"):
+            pass
+        self.shutdown_flag = False
+        reactor = self._get_reactor()
+        run = self._run_blocking()
+        if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
+            self._group_commit = GroupCommitService(
+                self._flush_commit_log_all,
+                lambda: self.commit_log.mapped_file_queue.flushed_where,
+                run,
+                reactor,
+                self.config.sync_flush_timeout,
+            )
+        else:
+            self._services.append(
+                PeriodicFlushService(
+                    self._flush_commit_log_periodic,
+                    run,
+                    reactor,
+                    interval_ms=self.config.flush_interval_commit_log,
+                    thorough_ms=self.config.flush_commit_log_thorough_interval,
+                    name="FlushRealTimeService",
+                )
+            )
+        self._services.append(
+            PeriodicFlushService(
+                self._flush_consume_queues,
+                run,
+                reactor,
+                interval_ms=self.config.flush_interval_consume_queue,
+                thorough_ms=self.config.flush_consume_queue_thorough_interval,
+                name="FlushConsumeQueueService",
+            )
+        )
+        for svc in self._services:
+            svc.start()
+        self._clean_loop = LoopingCall(self.clean_files_periodically)
+        self._clean_loop.clock = reactor
+        self._clean_loop.start(self.config.clean_resource_interval / 1000.0, now=False)
+
+    def _get_reactor(self) -> Any:
+        if self._reactor is None:
+            from twisted.internet import reactor
+
+            self._reactor = reactor
+        return self._reactor
+
+    def _run_blocking(self) -> RunBlocking:
+        if self._run_blocking_override is not None:
+            return self._run_blocking_override
+        reactor = self._get_reactor()
+        if not hasattr(reactor, "callFromThread"):
+            # A bare clock (twisted.internet.task.Clock) in unit tests: no threads, fsync inline.
+            return _run_inline
+        self._flush_thread = FlushThread(reactor)
+        return self._flush_thread.run
+
+    def shutdown(self) -> None:
+        """Flush everything, write the checkpoint, remove ``abort`` and release the lock."""
+        if self.shutdown_flag and self._lock_fd < 0:
+            self._close_files()
+            return
+        self.shutdown_flag = True
+        for svc in self._services:
+            svc.stop()
+        self._services = []
+        if self._clean_loop is not None and self._clean_loop.running:
+            self._clean_loop.stop()
+        if not self.read_only:
+            self._flush_commit_log_all()
+            self._flush_consume_queues(True)
+        if self._group_commit is not None:
+            self._group_commit.stop()
+        if self._flush_thread is not None:
+            self._flush_thread.stop()
+        if not self.read_only and self.checkpoint is not None:
+            self.checkpoint.flush()
+        self._close_files()
+        if self._lock_fd >= 0:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.abort_file)
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    def _close_files(self) -> None:
+        self.commit_log.shutdown()
+        for cq in self._all_cqs():
+            cq.mapped_file_queue.close()
+        self.index_service.shutdown()
+        if self.checkpoint is not None:
+            self.checkpoint.shutdown()
+
+    # ---- flushing
+
+    def _flush_commit_log_all(self) -> None:
+        self.commit_log.mapped_file_queue.flush_all()
+        self._note_physic_timestamp()
+
+    def _flush_commit_log_periodic(self, thorough: bool) -> None:
+        least = 0 if thorough else self.config.flush_commit_log_least_pages
+        self.commit_log.flush(least)
+        self._note_physic_timestamp()
+
+    def _note_physic_timestamp(self) -> None:
+        ts = self.commit_log.mapped_file_queue.store_timestamp
+        if ts and self.checkpoint is not None:
+            self.checkpoint.physic_msg_timestamp = ts
+
+    def _flush_consume_queues(self, thorough: bool) -> None:
+        least = 0 if thorough else self.config.flush_consume_queue_least_pages
+        for cq in self._all_cqs():
+            cq.flush(least)
+        self.index_service.flush()
+        if thorough and self.checkpoint is not None:
+            self.checkpoint.flush()
+
+    def _on_index_roll(self, end_timestamp: int) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint.index_msg_timestamp = end_timestamp
+            self.checkpoint.flush()
+
+    # ---- dispatch
+
+    def _dispatch(self, req: DispatchRequest) -> None:
+        tran = req.sys_flag & TRANSACTION_TYPE_MASK
+        if tran in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+            cq = self.find_consume_queue(req.topic, req.queue_id)
+            cq.put_message_position_info(
+                req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset
+            )
+        if self.config.message_index_enable:
+            self.index_service.build_index(req)
+        if self.checkpoint is not None:
+            self.checkpoint.logics_msg_timestamp = req.store_timestamp
+
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        queues = self.consume_queue_table.setdefault(topic, {})
+        cq = queues.get(queue_id)
+        if cq is None:
+            cq = self._new_cq(topic, queue_id)
+            queues[queue_id] = cq
+        return cq
+
+    # ---- writes
+
+    def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        return self.put_messages([msg])
+
+    def put_messages(self, batch: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
+        if self.shutdown_flag or self.read_only:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        result = self.commit_log.put_messages(batch)
+        if result.is_ok():
+            result.wait_store_msg_ok = batch[0].get_property(PROPERTY_WAIT) != "false"
+        return result
+
+    def wait_for_flush(self, result: PutMessageResult) -> defer.Deferred[PutMessageStatus]:
+        """PUT_OK at once in ASYNC_FLUSH; in SYNC_FLUSH after the group commit fsynced past the record."""
+        if not result.is_ok():
+            return defer.succeed(result.status)
+        if self._group_commit is None:
+            return defer.succeed(PutMessageStatus.PUT_OK)
+        if not result.wait_store_msg_ok:
+            self._group_commit.wakeup_for(result.end_offset)
+            return defer.succeed(PutMessageStatus.PUT_OK)
+        return self._group_commit.submit(result.end_offset)
+
+    # ---- reads
+
+    def get_message(  # noqa: PLR0917 - mirrors MessageStore.getMessage
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        message_filter: MessageFilter | None = None,
+    ) -> GetMessageResult:
+        cfg = self.config
+        max_offset_py = self.commit_log.get_max_offset()
+        cq = self.find_consume_queue(topic, queue_id)
+        min_offset = cq.get_min_offset_in_queue()
+        max_offset = cq.get_max_offset_in_queue()
+        if max_offset == 0:
+            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
+        if offset < min_offset:
+            return GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset)
+        if offset == max_offset:
+            return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, offset, min_offset, max_offset)
+        if offset > max_offset:
+            return GetMessageResult(
+                GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset
+            )
+        buf = cq.get_index_buffer(offset)
+        if buf is None:
+            return GetMessageResult(
+                GetMessageStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_offset, max_offset
+            )
+        result = GetMessageResult(GetMessageStatus.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
+        memory = TOTAL_PHYSICAL_MEMORY_SIZE * cfg.access_message_in_memory_max_ratio // 100
+        max_filter = max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE)
+        next_phy_file_start = None
+        max_phy_pulling = 0
+        total_bytes = 0
+        size = len(buf)
+        i = 0
+        while i < size and i < max_filter:
+            offset_py, size_py, tags_code = CQ_ENTRY.unpack_from(buf, i)
+            max_phy_pulling = offset_py
+            if next_phy_file_start is not None and offset_py < next_phy_file_start:
+                i += CQ_STORE_UNIT_SIZE
+                continue
+            in_disk = max_offset_py - offset_py > memory
+            count = len(result.message_buffers)
+            if total_bytes and count:
+                if max_msg_nums <= count:
+                    break
+                if in_disk:
+                    if total_bytes + size_py > cfg.max_transfer_bytes_on_message_in_disk:
+                        break
+                    if count > cfg.max_transfer_count_on_message_in_disk - 1:
+                        break
+                else:
+                    if total_bytes + size_py > cfg.max_transfer_bytes_on_message_in_memory:
+                        break
+                    if count > cfg.max_transfer_count_on_message_in_memory - 1:
+                        break
+            if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags_code, None):
+                i += CQ_STORE_UNIT_SIZE
+                continue
+            view = self.commit_log.get_message(offset_py, size_py)
+            if view is None:
+                if total_bytes == 0:
+                    result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                next_phy_file_start = self.commit_log.roll_next_file(offset_py)
+                i += CQ_STORE_UNIT_SIZE
+                continue
+            data = bytes(view)
+            del view
+            if message_filter is not None and not message_filter.is_matched_by_commit_log(data, None):
+                i += CQ_STORE_UNIT_SIZE
+                continue
+            result.message_buffers.append(data)
+            result.message_queue_offsets.append(offset + i // CQ_STORE_UNIT_SIZE)
+            total_bytes += len(data)
+            result.status = GetMessageStatus.FOUND
+            next_phy_file_start = None
+            i += CQ_STORE_UNIT_SIZE
+        del buf
+        result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE
+        result.suggest_pulling_from_slave = max_offset_py - max_phy_pulling > memory
+        return result
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        return self.find_consume_queue(topic, queue_id).get_max_offset_in_queue()
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        return self.find_consume_queue(topic, queue_id).get_min_offset_in_queue()
+
+    def get_commitlog_offset_in_queue(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
+        entry = self.find_consume_queue(topic, queue_id).get_entry(consume_queue_offset)
+        return entry[0] if entry is not None else 0
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        return self.find_consume_queue(topic, queue_id).get_offset_in_queue_by_time(
+            timestamp, self._pickup_store_timestamp
+        )
+
+    def _pickup_store_timestamp(self, offset: int, size: int) -> int:
+        return self.commit_log.pickup_store_timestamp(offset, size)
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
+        entry = self.find_consume_queue(topic, queue_id).get_entry(consume_queue_offset)
+        if entry is None:
+            return -1
+        return self.commit_log.pickup_store_timestamp(entry[0], entry[1])
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        cq = self.find_consume_queue(topic, queue_id)
+        return self.get_message_store_timestamp(topic, queue_id, cq.get_min_offset_in_queue())
+
+    def get_earliest_message_time_all(self) -> int:
+        """Store time of the oldest commitlog record (Java's ``getEarliestMessageTime()``), -1 if none."""
+        min_phy = self.commit_log.get_min_offset()
+        if min_phy < 0 or self.commit_log.get_max_offset() <= min_phy:
+            return -1
+        data = self.select_one_message_by_offset(min_phy)
+        if data is None:
+            return -1
+        return self.commit_log.pickup_store_timestamp(min_phy, len(data))
+
+    def select_one_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> bytes | None:
+        """The stored record at ``commit_log_offset`` (size read from the record when not given)."""
+        if size is None:
+            head = self.commit_log.get_message(commit_log_offset, 4)
+            if head is None:
+                return None
+            size = int.from_bytes(head, "big", signed=True)
+            del head
+            if size <= 0:
+                return None
+        view = self.commit_log.get_message(commit_log_offset, size)
+        if view is None:
+            return None
+        data = bytes(view)
+        del view
+        return data
+
+    def look_message_by_offset(self, commit_log_offset: int) -> MessageExt | None:
+        """The decoded message at ``commit_log_offset``, or None when nothing valid is there."""
+        data = self.select_one_message_by_offset(commit_log_offset)
+        if data is None:
+            return None
+        try:
+            msg, _size = decode_message_record(data, 0)
+        except CodecError:
+            return None
+        return msg
+
+    def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryMessageResult:
+        """Records indexed under ``topic#key`` stored within [begin, end], retried like ``queryMessage``."""
+        result = QueryMessageResult()
+        last_query_msg_time = end
+        for _ in range(3):
+            qr = self.index_service.query_offset(topic, key, max_num, begin, last_query_msg_time)
+            result.index_last_update_timestamp = qr.index_last_update_timestamp
+            result.index_last_update_phyoffset = qr.index_last_update_phyoffset
+            offsets = sorted(qr.phy_offsets)
+            for m, off in enumerate(offsets):
+                data = self.select_one_message_by_offset(off)
+                if data is None or off in result.phy_offsets:
+                    continue
+                if m == 0:
+                    last_query_msg_time = self.commit_log.pickup_store_timestamp(off, len(data))
+                result.message_buffers.append(data)
+                result.phy_offsets.append(off)
+            if result.message_buffers:
+                break
+            if last_query_msg_time < begin:
+                break
+        return result
+
+    def get_min_phy_offset(self) -> int:
+        return self.commit_log.get_min_offset()
+
+    def get_max_phy_offset(self) -> int:
+        return self.commit_log.get_max_offset()
+
+    def get_topics(self) -> list[str]:
+        return sorted(self.consume_queue_table)
+
+    def get_queue_ids(self, topic: str) -> list[int]:
+        return sorted(self.consume_queue_table.get(topic, {}))
+
+    def delete_topics(self, topics: Iterable[str]) -> int:
+        count = 0
+        for topic in topics:
+            queues = self.consume_queue_table.pop(topic, None)
+            if not queues:
+                continue
+            for qid, cq in queues.items():
+                cq.destroy()
+                self.commit_log.topic_queue_table.pop(f"{topic}-{qid}", None)
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join(self.consume_queue_dir, topic))
+            count += 1
+        return count
+
+    # ---- retention
+
+    def delete_expired_files(self, force: bool = False, now_ms: int | None = None) -> int:
+        """Delete commitlog segments older than ``fileReservedTime`` (all but the last when ``force``),
+        then cut consume queues and index files that point below the new commitlog min offset."""
+        if self.read_only:
+            return 0
+        now = self._now_ms() if now_ms is None else now_ms
+        deleted = self.commit_log.delete_expired_file(
+            self.config.file_reserved_time * 3600 * 1000, now, force
+        )
+        min_phy = self.commit_log.get_min_offset()
+        if deleted and min_phy >= 0:
+            for cq in self._all_cqs():
+                cq.delete_expired_file(min_phy)
+            self.index_service.delete_expired_file(min_phy)
+        return deleted
+
+    def is_time_to_delete(self, now_ms: int | None = None) -> bool:
+        """``deleteWhen``: local hours (``"04"``, or ``"04;05"``) at which expired files are removed."""
+        now = self._now_ms() if now_ms is None else now_ms
+        hour = time.localtime(now / 1000).tm_hour
+        return any(h.strip() and int(h) == hour for h in self.config.delete_when.split(";"))
+
+    def clean_files_periodically(self) -> int:
+        return self.delete_expired_files(force=False) if self.is_time_to_delete() else 0

@@ -1,0 +1,216 @@
+"""The stored-message record as the store handles it, on top of ``rmqtwin.codec.message``.
+
+The codec owns the record layout (``encode_message_record``, ``fill_append_fields``,
+``decode_message_record``). This module adds the store's side: ``MessageExtBrokerInner`` (what the broker
+hands to the store), and ``check_message_and_return_size`` (``CommitLog.checkMessageAndReturnSize``), which
+turns a record into what the consume queues and the index need and rejects anything that does not add up
+(bad magic, CRC, length): that is how recovery finds torn tails.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.message import (
+    BLANK_MAGIC_CODE,
+    END_FILE_MIN_BLANK_LENGTH,
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
+    MessageConst,
+    MessageExt,
+    MessageSysFlag,
+    create_offset_msg_id,
+    decode_message_record,
+    encode_blank_record,
+    java_string_hash,
+    string_to_properties,
+)
+from rmqtwin.codec.message import properties_to_string as _codec_properties_to_string
+
+__all__ = [
+    "BLANK_MAGIC_CODE",
+    "END_FILE_MIN_BLANK_LENGTH",
+    "MESSAGE_MAGIC_CODE",
+    "MESSAGE_MAGIC_CODE_V2",
+    "MULTI_TAGS_FLAG",
+    "SCHEDULE_TOPIC",
+    "DelayTimeFn",
+    "DispatchRequest",
+    "MessageExtBrokerInner",
+    "check_message_and_return_size",
+    "create_offset_msg_id",
+    "java_string_hash",
+    "parse_delay_levels",
+    "properties_to_string",
+    "string_to_properties",
+]
+
+MULTI_TAGS_FLAG = MessageSysFlag.MULTI_TAGS_FLAG
+BORNHOST_V6_FLAG = MessageSysFlag.BORNHOST_V6_FLAG
+TRANSACTION_TYPE_MASK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+TRANSACTION_NOT_TYPE = MessageSysFlag.TRANSACTION_NOT_TYPE
+TRANSACTION_PREPARED_TYPE = MessageSysFlag.TRANSACTION_PREPARED_TYPE
+TRANSACTION_COMMIT_TYPE = MessageSysFlag.TRANSACTION_COMMIT_TYPE
+TRANSACTION_ROLLBACK_TYPE = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+
+PROPERTY_KEYS = MessageConst.PROPERTY_KEYS
+PROPERTY_TAGS = MessageConst.PROPERTY_TAGS
+PROPERTY_UNIQ_KEY = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+PROPERTY_DELAY = MessageConst.PROPERTY_DELAY_TIME_LEVEL
+PROPERTY_REAL_TOPIC = MessageConst.PROPERTY_REAL_TOPIC
+PROPERTY_REAL_QID = MessageConst.PROPERTY_REAL_QUEUE_ID
+PROPERTY_WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+
+_BLANK_MAGIC_U = BLANK_MAGIC_CODE & 0xFFFFFFFF
+_MAGICS_U = (MESSAGE_MAGIC_CODE & 0xFFFFFFFF, MESSAGE_MAGIC_CODE_V2 & 0xFFFFFFFF)
+Buffer = bytes | bytearray | memoryview | mmap.mmap
+_HEADER = struct.Struct(">iI")
+_SYSFLAG = struct.Struct(">i")
+_Q = struct.Struct(">q")
+
+
+def properties_to_string(props: Mapping[str, str | None] | None) -> str:
+    """Properties as 4.9.1-5.1.x store them (no trailing separator)."""
+    return _codec_properties_to_string(props, trailing_separator=False)
+
+
+class MessageExtBrokerInner(MessageExt):
+    """``MessageExtBrokerInner``: a ``MessageExt`` on its way into the store.
+
+    ``properties_string``, when set, is written verbatim (the broker controls the stored bytes).
+    """
+
+    __slots__ = ()
+
+    def get_properties_string(self) -> str:
+        if self.properties_string is None:
+            self.properties_string = properties_to_string(self.properties)
+        return self.properties_string
+
+    def set_properties(self, props: dict[str, str]) -> None:
+        self.properties = props
+        self.properties_string = properties_to_string(props)
+
+    @property
+    def tran_type(self) -> int:
+        return self.sys_flag & TRANSACTION_TYPE_MASK
+
+
+@dataclass(slots=True)
+class DispatchRequest:
+    """What ``checkMessageAndReturnSize`` extracts: enough to build consume queue and index entries.
+
+    ``success`` false: the bytes are not a valid record; ``msg_size`` 0 with success: a blank record.
+    """
+
+    success: bool
+    msg_size: int
+    topic: str = ""
+    queue_id: int = 0
+    commit_log_offset: int = 0
+    tags_code: int = 0
+    store_timestamp: int = 0
+    consume_queue_offset: int = 0
+    keys: str = ""
+    uniq_key: str | None = None
+    sys_flag: int = 0
+    prepared_transaction_offset: int = 0
+    properties: dict[str, str] | None = None
+
+
+class DelayTimeFn:
+    """Maps (delay level, store timestamp) to the delivery time (``computeDeliverTimestamp``)."""
+
+    def __init__(self, levels_ms: list[int]) -> None:
+        self.levels_ms = levels_ms
+
+    @property
+    def max_level(self) -> int:
+        return len(self.levels_ms)
+
+    def __call__(self, level: int, store_timestamp: int) -> int | None:
+        """None when the level is not positive (the tagsCode then stays the tags hash)."""
+        level = min(level, self.max_level)
+        if level <= 0:
+            return None
+        return store_timestamp + self.levels_ms[level - 1]
+
+
+def parse_delay_levels(spec: str) -> list[int]:
+    """``messageDelayLevel`` ("1s 5s 10s ... 2h") into milliseconds per level."""
+    units = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+    return [int(tok[:-1]) * units[tok[-1]] for tok in spec.split()]
+
+
+def compute_tags_code(
+    topic: str, props: Mapping[str, str], store_timestamp: int, delay: DelayTimeFn | None
+) -> int:
+    """The consume-queue tagsCode: tags hash, or the delivery time for SCHEDULE_TOPIC_XXXX."""
+    tags = props.get(PROPERTY_TAGS)
+    code = java_string_hash(tags) if tags else 0
+    if topic == SCHEDULE_TOPIC and delay is not None:
+        level = props.get(PROPERTY_DELAY)
+        if level is not None:
+            deliver = delay(int(level), store_timestamp)
+            if deliver is not None:
+                code = deliver
+    return code
+
+
+def write_blank(buf: bytearray | memoryview | mmap.mmap, pos: int, max_blank: int) -> None:
+    """The end-of-file blank record: remaining length then BLANK_MAGIC."""
+    buf[pos : pos + END_FILE_MIN_BLANK_LENGTH] = encode_blank_record(max_blank)
+
+
+def read_store_timestamp(buf: Buffer, pos: int) -> int:
+    """STORETIMESTAMP of the record at ``pos`` (its position depends on the born host width)."""
+    sys_flag = _SYSFLAG.unpack_from(buf, pos + 36)[0]
+    return int(_Q.unpack_from(buf, pos + 48 + (20 if sys_flag & BORNHOST_V6_FLAG else 8))[0])
+
+
+def check_message_and_return_size(
+    buf: Buffer,
+    pos: int,
+    limit: int,
+    check_crc: bool = True,
+    delay: DelayTimeFn | None = None,
+) -> DispatchRequest:
+    """Validate the record at ``buf[pos:limit]`` and extract dispatch data, or report it invalid."""
+    if pos + 8 > limit:
+        return DispatchRequest(False, -1)
+    total, magic = _HEADER.unpack_from(buf, pos)
+    if magic == _BLANK_MAGIC_U:
+        return DispatchRequest(True, 0)
+    if magic not in _MAGICS_U:
+        return DispatchRequest(False, -1)
+    if total <= 0 or pos + total > limit:
+        return DispatchRequest(False, -1)
+    view = buf if isinstance(buf, memoryview) else memoryview(buf)
+    try:
+        msg, _end = decode_message_record(
+            view[pos : pos + total], 0, read_body=check_crc, decompress=False, check_crc=check_crc
+        )
+    except (CodecError, struct.error, ValueError, IndexError) as exc:
+        return DispatchRequest(False, total if "TOTALSIZE" in str(exc) else -1)
+    props = msg.properties
+    return DispatchRequest(
+        True,
+        total,
+        msg.topic,
+        msg.queue_id,
+        msg.commitlog_offset,
+        compute_tags_code(msg.topic, props, msg.store_timestamp, delay),
+        msg.store_timestamp,
+        msg.queue_offset,
+        props.get(PROPERTY_KEYS, ""),
+        props.get(PROPERTY_UNIQ_KEY),
+        msg.sys_flag,
+        msg.prepared_transaction_offset,
+        props,
+    )
