@@ -1,0 +1,154 @@
+"""``rmqtwin proxy`` and ``rmqtwin capture show|stats|to-pcap|from-pcap``.
+
+Imports stay cheap here; Twisted, scapy and the capture code load inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    proxy = subparsers.add_parser(
+        "proxy",
+        help="recording proxy in front of a real RocketMQ cluster",
+        description=(
+            "Listen as a namesrv in front of the upstream namesrv(s); rewrite broker addresses in their "
+            "answers to listeners of the proxy (one per broker), so every connection passes through it, "
+            "and record every frame."
+        ),
+    )
+    proxy.add_argument(
+        "--upstream", action="append", required=True, metavar="HOST:PORT", help="upstream namesrv"
+    )
+    proxy.add_argument("--host", default="127.0.0.1", help="listen host for the namesrv and broker listeners")
+    proxy.add_argument("--port", type=int, default=9876, help="namesrv listen port (0 = any free port)")
+    proxy.add_argument("--advertise", metavar="HOST", help="host written into rewritten broker addresses")
+    proxy.add_argument(
+        "--capture", metavar="FILE", help="record to this capture (rotated as FILE.1, FILE.2, ...)"
+    )
+    proxy.add_argument(
+        "--rotate-mb", type=int, default=256, help="start a new capture segment after this size"
+    )
+    proxy.add_argument(
+        "--max-segments", type=int, default=0, help="keep at most this many segments (0 = all)"
+    )
+    proxy.add_argument("--keep-credentials", action="store_true", help="do not redact ACL credentials")
+    proxy.add_argument(
+        "--max-pending", type=int, default=4096, help="recorder queue size before backpressure"
+    )
+    proxy.set_defaults(handler=_run_proxy)
+
+    capture = subparsers.add_parser("capture", help="inspect and convert rmqtwin captures")
+    sub = capture.add_subparsers(dest="capture_command", metavar="ACTION", required=True)
+    show = sub.add_parser("show", help="one line per record")
+    show.add_argument("file")
+    show.add_argument("--limit", type=int, default=0, help="stop after this many records")
+    show.set_defaults(handler=_show)
+    stats = sub.add_parser("stats", help="codes, counts and latency percentiles per code and per topic")
+    stats.add_argument("file")
+    stats.set_defaults(handler=_stats)
+    to_pcap = sub.add_parser("to-pcap", help="export as pcap (TCP conversations synthesized per connection)")
+    to_pcap.add_argument("file")
+    to_pcap.add_argument("out")
+    to_pcap.add_argument("--mss", type=int, default=1460)
+    to_pcap.add_argument("--pcapng", action="store_true", help="pcapng with a comment naming each frame")
+    to_pcap.set_defaults(handler=_to_pcap)
+    from_pcap = sub.add_parser("from-pcap", help="import a tcpdump of RocketMQ traffic as a capture")
+    from_pcap.add_argument("pcap")
+    from_pcap.add_argument("out")
+    from_pcap.add_argument("--server-port", type=int, action="append", default=[], help="extra server port")
+    from_pcap.add_argument("--keep-credentials", action="store_true")
+    from_pcap.set_defaults(handler=_from_pcap)
+
+
+def _run_proxy(args: argparse.Namespace) -> int:
+    import time
+
+    from twisted.internet import reactor
+
+    from rmqtwin import __version__
+    from rmqtwin.proxy.capture import CaptureWriter
+    from rmqtwin.proxy.forwarding import RecordingProxy, Upstream
+    from rmqtwin.proxy.recorder import Recorder
+
+    upstreams = [Upstream.parse(u) for u in args.upstream]
+    recorder = None
+    if args.capture:
+        writer = CaptureWriter(
+            args.capture,
+            rotate_bytes=args.rotate_mb * 1024 * 1024,
+            max_segments=args.max_segments,
+            metadata={
+                "tool": f"rmqtwin proxy {__version__}",
+                "upstreams": [str(u) for u in upstreams],
+                "redacted": not args.keep_credentials,
+            },
+            wall_ns=time.time_ns(),
+        )
+        recorder = Recorder(
+            writer,
+            redact=not args.keep_credentials,
+            max_pending=args.max_pending,
+            call_in_reactor=reactor.callFromThread,  # type: ignore[attr-defined]
+        )
+    proxy = RecordingProxy(
+        reactor, upstreams, listen_host=args.host, advertise_host=args.advertise, recorder=recorder
+    )
+    port = proxy.listen(args.port)
+    reactor.addSystemEventTrigger("before", "shutdown", proxy.stop)
+    host: Any = port.getHost()
+    print(f"rmqtwin proxy listening on {proxy.advertise_host}:{host.port} (bound {host.host})", flush=True)
+    reactor.run()
+    if recorder is not None and recorder.error is not None:
+        print(f"capture error: {recorder.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from rmqtwin.proxy.capture import read_records
+    from rmqtwin.proxy.stats import format_record
+
+    for n, rec in enumerate(read_records(args.file), 1):
+        print(format_record(rec))
+        if args.limit and n >= args.limit:
+            break
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from rmqtwin.proxy.stats import CaptureStats, format_stats
+
+    print(format_stats(CaptureStats.of(args.file)))
+    return 0
+
+
+def _to_pcap(args: argparse.Namespace) -> int:
+    from rmqtwin.proxy.pcap import to_pcap
+
+    n = to_pcap(args.file, args.out, mss=args.mss, pcapng=args.pcapng)
+    print(f"wrote {n} packets to {args.out}")
+    return 0
+
+
+def _from_pcap(args: argparse.Namespace) -> int:
+    from rmqtwin.proxy.pcap import DEFAULT_SERVER_PORTS, from_pcap
+
+    stats = from_pcap(
+        args.pcap,
+        args.out,
+        server_ports=set(DEFAULT_SERVER_PORTS) | set(args.server_port),
+        redact=not args.keep_credentials,
+    )
+    print(
+        f"{stats.packets} packets, {stats.flows} TCP flows, {stats.frames} frames; "
+        f"{stats.retransmitted_bytes} retransmitted bytes dropped, "
+        f"{stats.out_of_order_segments} out-of-order segments reordered, "
+        f"{stats.undelivered_bytes} bytes never completed"
+    )
+    return 0
