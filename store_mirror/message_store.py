@@ -126,6 +126,7 @@ def _total_physical_memory() -> int:
 
 
 TOTAL_PHYSICAL_MEMORY_SIZE = _total_physical_memory()
+_LOCKED_IN_PROCESS: set[str] = set()
 
 
 class DefaultMessageStore:
@@ -175,6 +176,7 @@ class DefaultMessageStore:
         self._group_commit: GroupCommitService | None = None
         self._services: list[PeriodicFlushService] = []
         self._clean_loop: LoopingCall | None = None
+        self._lock_path = ""
 
     # ---- paths
 
@@ -285,12 +287,17 @@ class DefaultMessageStore:
             self.shutdown_flag = False
             return
         os.makedirs(self.store_dir, exist_ok=True)
+        lock_path = os.path.realpath(self.lock_file)
+        if lock_path in _LOCKED_IN_PROCESS:  # fcntl locks do not exclude the same process; Java's do
+            raise RuntimeError("Lock failed,MQ already started")
         fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
         except OSError as exc:
             os.close(fd)
             raise RuntimeError("Lock failed,MQ already started") from exc
+        _LOCKED_IN_PROCESS.add(lock_path)
+        self._lock_path = lock_path
         os.pwrite(fd, b"lock", 0)
         os.fsync(fd)
         self._lock_fd = fd
@@ -377,6 +384,7 @@ class DefaultMessageStore:
                 os.unlink(self.abort_file)
             os.close(self._lock_fd)
             self._lock_fd = -1
+            _LOCKED_IN_PROCESS.discard(self._lock_path)
 
     def _close_files(self) -> None:
         self.commit_log.shutdown()
@@ -587,6 +595,8 @@ class DefaultMessageStore:
 
     def select_one_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> bytes | None:
         """The stored record at ``commit_log_offset`` (size read from the record when not given)."""
+        if commit_log_offset < self.commit_log.get_min_offset():
+            return None
         if size is None:
             head = self.commit_log.get_message(commit_log_offset, 4)
             if head is None:

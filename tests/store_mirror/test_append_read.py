@@ -1,4 +1,4 @@
-"""Append and read: records, segment rolling with the blank record, queue offsets, msgIds, get_message rules."""
+"""Append and read: records, rolling with the blank record, queue offsets, msgIds, get_message rules."""
 
 from __future__ import annotations
 
