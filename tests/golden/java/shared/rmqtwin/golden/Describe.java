@@ -45,7 +45,7 @@ final class Describe {
         d.put("opaque", cmd.getOpaque());
         d.put("flag", cmd.getFlag());
         d.put("remark", cmd.getRemark());
-        d.put("extFields", cmd.getExtFields() == null ? null : new TreeMap<>(cmd.getExtFields()));
+        d.put("extFields", cmd.getExtFields() == null ? null : new LinkedHashMap<>(cmd.getExtFields()));
         d.put("body", hex(cmd.getBody()));
         d.put("serializeType", cmd.getSerializeTypeCurrentRPC().name());
         return d;
@@ -70,6 +70,21 @@ final class Describe {
         return d;
     }
 
+    /** Names of every non-static field of a header class and its superclasses (what Java can carry). */
+    static List<String> headerFields(Class<?> cls) {
+        List<String> names = new ArrayList<>();
+        for (Class<?> c = cls; c != null && c != Object.class; c = c.getSuperclass()) {
+            for (Field f : c.getDeclaredFields()) {
+                if (!Modifier.isStatic(f.getModifiers()) && !f.getName().startsWith("this")
+                    && !names.contains(f.getName())) {
+                    names.add(f.getName());
+                }
+            }
+        }
+        names.sort(null);
+        return names;
+    }
+
     static String host(SocketAddress addr) {
         InetSocketAddress a = (InetSocketAddress) addr;
         return a == null ? null : a.getAddress().getHostAddress() + "|" + a.getPort();
@@ -80,7 +95,7 @@ final class Describe {
         Map<String, Object> d = new LinkedHashMap<>();
         d.put("flag", m.getFlag());
         d.put("body", hex(m.getBody()));
-        d.put("properties", m.getProperties() == null ? null : new TreeMap<>(m.getProperties()));
+        d.put("properties", m.getProperties() == null ? null : new LinkedHashMap<>(m.getProperties()));
         return d;
     }
 
@@ -102,7 +117,7 @@ final class Describe {
         d.put("preparedTransactionOffset", m.getPreparedTransactionOffset());
         d.put("body", hex(m.getBody()));
         d.put("topic", m.getTopic());
-        d.put("properties", m.getProperties() == null ? null : new TreeMap<>(m.getProperties()));
+        d.put("properties", m.getProperties() == null ? null : new LinkedHashMap<>(m.getProperties()));
         d.put("msgId", m.getMsgId());
         return d;
     }

@@ -85,6 +85,7 @@ final class Vectors {
         v.put("command", Describe.command(decoded));
         v.put("headerClass", headerClass == null ? null : headerClass.getSimpleName());
         v.put("header", headerClass == null ? null : Describe.header(decoded.decodeCommandCustomHeader(headerClass)));
+        v.put("headerFields", headerClass == null ? null : Describe.headerFields(headerClass));
         // ROCKETMQ decodes a zero-length ext value as null, so such a frame cannot be re-encoded as is.
         boolean roundTrip = true;
         if (decoded.getExtFields() != null) {

@@ -1,0 +1,372 @@
+"""Comparison and encoding helpers shared by the golden-vector tests.
+
+Java describes every vector field by field (see tests/golden/java/shared/rmqtwin/golden/Describe.java);
+these helpers turn what the Python codec decodes into the same shape, and build Python encodings of the
+fields Java intended for the reverse direction.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from rmqtwin.codec import fastjson, headers
+from rmqtwin.codec.codes import LanguageCode, SerializeType
+from rmqtwin.codec.command import JsonDialect, RemotingCommand, decode_command, encode_command
+from rmqtwin.codec.message import (
+    BatchItem,
+    Message,
+    MessageExt,
+    encode_batch,
+    encode_message_record,
+    java_hash_map_order,
+)
+
+# The names every generator writes, per line, in generation order (the manifest must match exactly:
+# a vector added on the Java side must be added here, so it gets its own test ids and xfail entries).
+COMMANDS = (
+    "request.GET_ROUTEINFO_BY_TOPIC",
+    "request.GET_ROUTEINFO_BY_TOPIC.accept_standard_json",
+    "request.SEND_MESSAGE_V2",
+    "request.SEND_MESSAGE",
+    "request.HEART_BEAT",
+    "request.PULL_MESSAGE",
+    "request.UPDATE_CONSUMER_OFFSET.oneway",
+    "request.QUERY_CONSUMER_OFFSET",
+    "request.GET_CONSUMER_LIST_BY_GROUP",
+    "request.GET_MAX_OFFSET",
+    "request.UNREGISTER_CLIENT",
+    "request.CONSUMER_SEND_MSG_BACK",
+    "request.GET_BROKER_CLUSTER_INFO",
+    "request.UPDATE_AND_CREATE_TOPIC",
+    "request.GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
+    "request.GET_BROKER_RUNTIME_INFO",
+    "request.GET_TOPIC_STATS_INFO",
+    "request.GET_CONSUME_STATS",
+    "request.GET_CONSUMER_CONNECTION_LIST",
+    "request.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
+    "request.SEND_BATCH_MESSAGE",
+    "request.END_TRANSACTION.oneway",
+    "request.LOCK_BATCH_MQ",
+    "request.UNLOCK_BATCH_MQ",
+    "request.VIEW_MESSAGE_BY_ID",
+    "request.QUERY_MESSAGE",
+    "request.DELETE_TOPIC_IN_BROKER",
+    "request.REGISTER_BROKER",
+    "request.GET_KV_CONFIG",
+    "request.CHECK_TRANSACTION_STATE.oneway",
+    "request.NOTIFY_CONSUMER_IDS_CHANGED.oneway",
+    "request.edge.empty_ext_value",
+    "request.edge.non_ascii_remark_negative_opaque",
+    "request.edge.empty_ext_fields_and_body",
+    "response.SEND_MESSAGE",
+    "response.PULL_MESSAGE.found",
+    "response.PULL_MESSAGE.offset_moved",
+    "response.QUERY_CONSUMER_OFFSET",
+    "response.QUERY_CONSUMER_OFFSET.not_found",
+    "response.GET_MAX_OFFSET",
+    "response.GET_KV_CONFIG",
+    "response.REGISTER_BROKER",
+    "response.GET_ROUTEINFO_BY_TOPIC",
+    "response.HEART_BEAT",
+    "response.error.system_error",
+    "response.error.not_supported",
+    "response.error.topic_not_exist",
+)
+RECORDS = (
+    "record.single_ipv4",
+    "record.pull_body_three",
+    "record.ipv6_born_and_store",
+    "record.ipv6_born_only",
+    "record.transaction_prepared",
+    "record.transaction_commit",
+    "record.compressed_lz4",
+    "record.compressed_zstd",
+    "record.compressed_zlib",
+    "record.topic_127",
+)
+BATCHES = ("batch.three", "batch.single_empty_props")
+BODIES = (
+    "body.TopicRouteData.standard",
+    "body.TopicRouteData.legacy",
+    "body.TopicRouteData.standard_single",
+    "body.TopicRouteData.legacy_single",
+    "body.ClusterInfo",
+    "body.TopicStatsTable",
+    "body.ConsumeStats",
+    "body.ConsumerOffsetSerializeWrapper",
+    "body.TopicConfigSerializeWrapper",
+    "body.HeartbeatData",
+    "body.LockBatchRequestBody",
+    "body.KVTable",
+    "body.TopicList",
+    "body.SubscriptionGroupConfig",
+)
+VECTOR_NAMES = (
+    *(f"{name}.{ser}" for name in COMMANDS for ser in ("json", "rocketmq")),
+    *RECORDS,
+    *BATCHES,
+    *BODIES,
+)
+
+
+def dialect(line: str) -> JsonDialect:
+    """fastjson 1.x wrote the 4.9.8 headers; 5.5.0 serializes with fastjson2."""
+    return JsonDialect.FASTJSON1 if line == "v4" else JsonDialect.FASTJSON2
+
+
+def trailing_separator(line: str) -> bool:
+    """5.2.0+ ``messageProperties2String`` keeps a 0x02 after the last property; 4.9.x drops it."""
+    return line == "v5"
+
+
+def unhex(text: str | None) -> bytes | None:
+    return None if text is None else bytes.fromhex(text)
+
+
+# ----------------------------------------------------------------------------------------------- commands
+
+
+def describe_command(cmd: RemotingCommand) -> dict[str, Any]:
+    """The Python command in the shape of Java's ``Describe.command``.
+
+    An empty body is reported as null (``RemotingCommand.decode`` gives a null body for zero bytes, and
+    both encode to the same frame); ext values are kept as they are, so ``""`` and null stay distinct.
+    """
+    return {
+        "code": int(cmd.code),
+        "language": LanguageCode(cmd.language).name,
+        "version": cmd.version,
+        "opaque": cmd.opaque,
+        "flag": cmd.flag,
+        "remark": cmd.remark,
+        "extFields": None if cmd.ext_fields is None else dict(sorted(cmd.ext_fields.items())),
+        "body": cmd.body.hex() if cmd.body else None,
+        "serializeType": SerializeType(cmd.serialize_type).name,
+    }
+
+
+def header_class(name: str) -> type[headers.CommandCustomHeader]:
+    cls = getattr(headers, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, headers.CommandCustomHeader)):
+        raise AssertionError(f"rmqtwin.codec.headers has no header class {name}")
+    return cls
+
+
+def describe_header(header: headers.CommandCustomHeader) -> dict[str, Any]:
+    """Non-None fields by Java name, typed, like Java's ``Describe.header``."""
+    out = {}
+    for spec in headers.header_fields(type(header)):
+        value = getattr(header, spec.attr)
+        if value is not None:
+            out[spec.wire] = value
+    return dict(sorted(out.items()))
+
+
+def header_wire_names(cls: type[headers.CommandCustomHeader]) -> set[str]:
+    return {spec.wire for spec in headers.header_fields(cls)}
+
+
+def command_from_description(desc: Mapping[str, Any], header_name: str | None) -> RemotingCommand:
+    """A fresh Python command carrying the fields Java intended (not decoded from Java's bytes).
+
+    With a header class, the ext fields go through the typed header (``from_ext_fields`` then
+    ``to_ext_fields``), and ext entries outside the header (``MSG_REGION``, ``_UNIQUE_KEY_QUERY``) are
+    added as the Java code adds them.
+    """
+    ext = desc["extFields"]
+    ext_fields: dict[str, str] | None = None
+    if ext is not None:
+        ext_fields = {k: v for k, v in ext.items() if v is not None}
+        if header_name is not None:
+            cls = header_class(header_name)
+            typed = headers.from_ext_fields(cls, ext_fields)
+            extra = {k: v for k, v in ext_fields.items() if k not in header_wire_names(cls)}
+            ext_fields = {**headers.to_ext_fields(typed), **extra}
+    return RemotingCommand(
+        code=desc["code"],
+        language=LanguageCode[desc["language"]],
+        version=desc["version"],
+        opaque=desc["opaque"],
+        flag=desc["flag"],
+        remark=desc["remark"],
+        ext_fields=ext_fields,
+        body=unhex(desc["body"]),
+        serialize_type=SerializeType[desc["serializeType"]],
+    )
+
+
+def decode_frame(frame: bytes) -> RemotingCommand:
+    """Whole frame as the vector holds it: length word, then what ``decode_command`` takes."""
+    assert int.from_bytes(frame[:4], "big") == len(frame) - 4, "vector length word"
+    return decode_command(frame[4:])
+
+
+def reencode_command(cmd: RemotingCommand, line: str) -> bytes:
+    return encode_command(cmd, dialect(line))
+
+
+# ----------------------------------------------------------------------------------------------- messages
+
+
+def _host(value: tuple[str, int]) -> str:
+    address, port = value
+    return f"{ipaddress.ip_address(address)}|{port}"
+
+
+def java_host(text: str) -> str:
+    """Java's ``getHostAddress()|port``, with the address normalised (Java spells IPv6 unabbreviated)."""
+    address, port = text.rsplit("|", 1)
+    return f"{ipaddress.ip_address(address)}|{port}"
+
+
+def describe_message(msg: MessageExt) -> dict[str, Any]:
+    return {
+        "storeSize": msg.store_size,
+        "bodyCRC": msg.body_crc,
+        "queueId": msg.queue_id,
+        "flag": msg.flag,
+        "queueOffset": msg.queue_offset,
+        "commitLogOffset": msg.commitlog_offset,
+        "sysFlag": msg.sys_flag,
+        "bornTimestamp": msg.born_timestamp,
+        "bornHost": _host(msg.born_host),
+        "storeTimestamp": msg.store_timestamp,
+        "storeHost": _host(msg.store_host),
+        "reconsumeTimes": msg.reconsume_times,
+        "preparedTransactionOffset": msg.prepared_transaction_offset,
+        "body": msg.body.hex(),
+        "topic": msg.topic,
+        "properties": dict(sorted(msg.properties.items())),
+        "msgId": msg.msg_id,
+    }
+
+
+def java_message(desc: Mapping[str, Any]) -> dict[str, Any]:
+    """Java's description minus the consumer view, hosts normalised."""
+    out = {k: v for k, v in desc.items() if k != "bodyDecompressed"}
+    # MessageDecoder leaves a zero-length body null; MessageExt.body here is always bytes.
+    out["body"] = out["body"] or ""
+    out["bornHost"] = java_host(out["bornHost"])
+    out["storeHost"] = java_host(out["storeHost"])
+    return out
+
+
+def _parse_host(text: str) -> tuple[str, int]:
+    address, port = text.rsplit("|", 1)
+    return str(ipaddress.ip_address(address)), int(port)
+
+
+def message_from_description(desc: Mapping[str, Any]) -> MessageExt:
+    """A fresh MessageExt with the fields Java intended; properties in Java HashMap order."""
+    return MessageExt(
+        topic=desc["topic"],
+        flag=desc["flag"],
+        properties=java_hash_map_order(desc["properties"]),
+        body=bytes.fromhex(desc["body"] or ""),
+        queue_id=desc["queueId"],
+        queue_offset=desc["queueOffset"],
+        sys_flag=desc["sysFlag"],
+        born_timestamp=desc["bornTimestamp"],
+        born_host=_parse_host(desc["bornHost"]),
+        store_timestamp=desc["storeTimestamp"],
+        store_host=_parse_host(desc["storeHost"]),
+        commitlog_offset=desc["commitLogOffset"],
+        body_crc=desc["bodyCRC"],
+        reconsume_times=desc["reconsumeTimes"],
+        prepared_transaction_offset=desc["preparedTransactionOffset"],
+    )
+
+
+def encode_records(messages: list[MessageExt], line: str) -> bytes:
+    return b"".join(
+        encode_message_record(m, trailing_separator=trailing_separator(line), compute_crc=False)
+        for m in messages
+    )
+
+
+def describe_batch_item(item: BatchItem) -> dict[str, Any]:
+    return {"flag": item.flag, "body": item.body.hex(), "properties": dict(sorted(item.properties.items()))}
+
+
+def batch_from_description(items: list[Mapping[str, Any]]) -> list[Message]:
+    return [
+        Message(
+            flag=i["flag"],
+            body=bytes.fromhex(i["body"]),
+            properties=java_hash_map_order(i["properties"] or {}),
+        )
+        for i in items
+    ]
+
+
+def encode_batch_items(items: list[BatchItem], line: str) -> bytes:
+    return encode_batch([i.to_message() for i in items], trailing_separator=trailing_separator(line))
+
+
+def encode_batch_messages(messages: list[Message], line: str) -> bytes:
+    return encode_batch(messages, trailing_separator=trailing_separator(line))
+
+
+# ----------------------------------------------------------------------------------------------- bodies
+
+
+def canon(value: Any) -> Any:
+    """The canonical content Java's ``Describe.canon`` writes, computed on this side too.
+
+    Mappings with string or integer keys become objects with string keys (Java's generic parse reads a
+    bare ``0`` key as ``"0"``); mappings with object keys become ``{"$pairs": [[key, value], ...]}``;
+    lists are sorted (they are often Java sets). Sorting uses this side's JSON rendering, and Java's
+    description is passed through ``canon`` again before comparing, so the two languages never need to
+    agree on a sort order.
+    """
+    if isinstance(value, Mapping):
+        if value.get("$pairs") is not None and len(value) == 1:
+            pairs = [[canon(k), canon(v)] for k, v in value["$pairs"]]
+            return {"$pairs": sorted(pairs, key=_sort_key)}
+        if all(isinstance(k, str | int) and not isinstance(k, bool) for k in value):
+            # fastjson's generic parser reads a bare integer key as a string; quoting is checked by bytes
+            return {str(k): canon(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+        pairs = [[canon(k), canon(v)] for k, v in value.items()]
+        return {"$pairs": sorted(pairs, key=_sort_key)}
+    if isinstance(value, list | tuple):
+        return sorted((canon(v) for v in value), key=_sort_key)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _sort_key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def tree_from_canon(value: Any, *, int_keys: bool) -> Any:
+    """Back from canonical content to a fastjson tree: ``$pairs`` maps get ObjectKey keys, and with
+    ``int_keys`` all-digit keys become ints again (``Map<Long, ...>`` / ``Map<Integer, ...>`` entries)."""
+    if isinstance(value, Mapping):
+        if set(value) == {"$pairs"}:
+            out: dict[Any, Any] = {}
+            for key, item in value["$pairs"]:
+                k = (
+                    fastjson.ObjectKey(tree_from_canon(key, int_keys=int_keys))
+                    if isinstance(key, Mapping)
+                    else key
+                )
+                out[k] = tree_from_canon(item, int_keys=int_keys)
+            return out
+        return {
+            (int(k) if int_keys and k.isdigit() else k): tree_from_canon(v, int_keys=int_keys)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [tree_from_canon(v, int_keys=int_keys) for v in value]
+    return value
+
+
+def dump_body(tree: Any, form: str, line: str) -> bytes:
+    """Re-encode a body tree the way the Java side wrote that form."""
+    if form == "standard":
+        return fastjson.dumps(tree, quote_int_keys=True, browser_compatible=True, sort_map_keys=True)
+    return fastjson.dumps(tree, quote_int_keys=False)
