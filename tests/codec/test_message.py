@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import shutil
 import socket
 import struct
@@ -734,10 +737,20 @@ _ORACLE_BATCH = [
 ]
 
 
+def _oracle_cache() -> Path:
+    return Path(os.environ.get("RMQTWIN_CACHE", "~/.cache/rmqtwin")).expanduser() / "codec-oracle"
+
+
 def _oracle_classpath(version: str, work: Path) -> str:
+    """rocketmq-common's runtime classpath from Maven, cached while every jar on it still exists."""
     mvn = shutil.which("mvn")
     if mvn is None or shutil.which("java") is None:
         pytest.skip("java and mvn are needed for the Java oracle")
+    cached = _oracle_cache() / f"rocketmq-common-{version}.classpath"
+    if cached.exists():
+        classpath = cached.read_text().strip()
+        if classpath and all(Path(jar).exists() for jar in classpath.split(os.pathsep)):
+            return classpath
     (work / "pom.xml").write_text(_ORACLE_POM.format(version=version))
     goal = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:build-classpath"
     for offline in (["-o"], []):
@@ -758,8 +771,45 @@ def _oracle_classpath(version: str, work: Path) -> str:
             timeout=240,
         )
         if proc.returncode == 0:
-            return (work / "cp.txt").read_text().strip()
+            classpath = (work / "cp.txt").read_text().strip()
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            partial = cached.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_text(classpath)
+            partial.replace(cached)
+            return classpath
     pytest.fail(f"cannot resolve rocketmq-common {version}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+
+
+def _oracle_classes(version: str, classpath: str, work: Path) -> Path:
+    """MessageOracle compiled once per source text and rocketmq-common version."""
+    digest = hashlib.sha256(_ORACLE_JAVA.encode()).hexdigest()[:16]
+    classes = _oracle_cache() / f"classes-{version}-{digest}"
+    if (classes / "MessageOracle.class").exists():
+        return classes
+    (work / "MessageOracle.java").write_text(_ORACLE_JAVA)
+    staging = work / "classes"
+    proc = subprocess.run(
+        [
+            "javac",
+            "-J-Xmx128m",
+            "-nowarn",
+            "-cp",
+            classpath,
+            "-d",
+            str(staging),
+            str(work / "MessageOracle.java"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    classes.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # a parallel run may have won the race: its copy is as good
+        shutil.copytree(staging, classes.with_suffix(f".{os.getpid()}"))
+        classes.with_suffix(f".{os.getpid()}").rename(classes)
+    return classes if (classes / "MessageOracle.class").exists() else staging
 
 
 class _Oracle(NamedTuple):
@@ -801,9 +851,17 @@ def java_oracle(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
             for m in _ORACLE_BATCH
         )
     )
-    (work / "MessageOracle.java").write_text(_ORACLE_JAVA)
+    classes = _oracle_classes(version, classpath, work)
     proc = subprocess.run(
-        ["java", "-Xmx64m", "-cp", classpath, str(work / "MessageOracle.java"), str(work)],
+        [
+            "java",
+            "-Xmx64m",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            f"{classes}{os.pathsep}{classpath}",
+            "MessageOracle",
+            str(work),
+        ],
         capture_output=True,
         text=True,
         check=False,
