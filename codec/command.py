@@ -396,6 +396,13 @@ def _decode_json(frame: memoryview, header_length: int, body: bytes | None) -> R
         flag = _as_int(flag, "flag")
         opaque = _as_int(opaque, "opaque")
         version = _as_int(version, "version")
+    elif not (
+        _INT32_MIN <= code <= _INT32_MAX
+        and _INT32_MIN <= flag <= _INT32_MAX
+        and _INT32_MIN <= opaque <= _INT32_MAX
+        and _INT32_MIN <= version <= _INT32_MAX
+    ):
+        raise FrameError("JSON header int field out of range")
     remark = get("remark")
     if remark is not None and type(remark) is not str:
         remark = _as_text(remark)
