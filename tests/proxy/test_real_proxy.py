@@ -1,0 +1,375 @@
+"""The proxy in front of real Apache RocketMQ, driven by the real Java client (4.9.8 and 5.5.0).
+
+One real cluster per client line and one ``rmqtwin proxy`` process in front of it are shared by the
+tests of that line; every test uses its own topic and group. The clients are given the proxy's
+address as their only setting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, REC_FRAME, REC_OPEN, Record, read_records
+from rmqtwin.proxy.pcap import frames_by_direction, from_pcap, to_pcap
+from rmqtwin.proxy.stats import pair_exchanges, request_topic
+from rmqtwin.proxy.wire import peek_header
+from tests.proxy.frames import json_frame
+
+launcher = pytest.importorskip("rmqtwin.conformance.launcher")
+java_client = pytest.importorskip("rmqtwin.conformance.java_client")
+
+pytestmark = [
+    pytest.mark.java,
+    pytest.mark.real,
+    pytest.mark.slow,
+    pytest.mark.skipif(launcher.java_available() is not None, reason=str(launcher.java_available())),
+]
+
+BROKER_CONF = {"transactionCheckInterval": 1000, "transactionTimeOut": 1000}
+"""Check half messages every second (default 60 s / 30 s), so check-backs happen within a test."""
+
+SEND_CODES = {10, 310, 320}
+
+
+@dataclass
+class ProxyProcess:
+    process: subprocess.Popen[str]
+    namesrv: str
+    capture: Path
+
+    def records(self) -> list[Record]:
+        return list(read_records(self.capture))
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+
+def start_proxy(upstream: str, capture: Path, *extra: str) -> ProxyProcess:
+    cmd = [
+        sys.executable,
+        "-m",
+        "rmqtwin",
+        "proxy",
+        "--upstream",
+        upstream,
+        "--port",
+        "0",
+        "--capture",
+        str(capture),
+    ]
+    process = subprocess.Popen([*cmd, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], 30)
+    line = process.stdout.readline() if ready else ""
+    match = re.search(r"listening on (\S+) ", line)
+    if match is None:
+        process.kill()
+        raise AssertionError(
+            f"proxy did not start: {line!r} {process.stderr.read() if process.stderr else ''}"
+        )
+    return ProxyProcess(process, match.group(1), capture)
+
+
+@dataclass
+class Line:
+    version: str
+    rmq: Any
+    proxy: ProxyProcess
+    client: Any
+
+
+@pytest.fixture(scope="session", params=["4.9", "5"], ids=["rocketmq-4.9", "rocketmq-5.5"])
+def line(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Line]:
+    version = request.param
+    rmq = launcher.RealRocketMQ(version, broker_conf_overrides=BROKER_CONF)
+    rmq.start()
+    proxy = start_proxy(rmq.namesrv_addr, tmp_path_factory.mktemp(f"proxy-{version}") / "session.rmqcap")
+    try:
+        yield Line(version, rmq, proxy, java_client.JavaClient(version))
+    finally:
+        rc = proxy.stop()
+        rmq.stop(graceful=False)
+    assert rc == 0, proxy.process.stderr.read() if proxy.process.stderr else rc
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def settle(proxy: ProxyProcess, seconds: float = 1.0) -> None:
+    """Give the recorder's writer thread a moment to flush what the last client sent."""
+    time.sleep(seconds)
+
+
+def send_requests(records: list[Record], topic: str) -> list[Record]:
+    return [
+        r
+        for r in records
+        if r.type == REC_FRAME
+        and r.direction == DIR_TO_SERVER
+        and r.decoded
+        and not r.rpc_flag & 1
+        and r.code in SEND_CODES
+        and request_topic(r) == topic
+    ]
+
+
+def run_scenario(client: Any, namesrv: str, topic: str, group: str) -> tuple[Any, Any, Any]:
+    """Sync, async and oneway sends in one producer, a batch producer, then a concurrent push consumer."""
+    messages = [
+        {"body": f"{mode}-{i}", "mode": mode}
+        for mode, n in (("sync", 6), ("async", 6), ("oneway", 3))
+        for i in range(n)
+    ]
+    sent = client.producer(namesrv, topic, messages=messages).check()
+    batch = client.producer(namesrv, topic, mode="batch", count=6, batchSize=3, bodyPrefix="batch-").check()
+    got = client.push_consumer(namesrv, topic, group=group, expect=21, timeoutMs=60_000).check()
+    return sent, batch, got
+
+
+def observable(sent: Any, batch: Any, got: Any) -> dict[str, Any]:
+    """What the application sees, minus ids and times that differ from run to run."""
+    return {
+        "sent": sorted((e["index"], e["mode"], e.get("status")) for e in sent.sent),
+        "batch": sorted((e["index"], e.get("status")) for e in batch.sent),
+        "bodies": sorted(e.get("body") or e.get("bodySha256") for e in got.received),
+        "consumed": got.summary["consumed"],
+        "errors": (len(sent.errors), len(batch.errors), len(got.errors)),
+    }
+
+
+def test_producers_and_push_consumer_through_proxy_match_direct(line: Line) -> None:
+    group = unique("g")
+    topic = unique("TopicP")
+    via_proxy = run_scenario(line.client, line.proxy.namesrv, topic, group)
+    direct = run_scenario(line.client, line.rmq.namesrv_addr, unique("TopicD"), unique("g"))
+    assert observable(*via_proxy) == observable(*direct)
+    sent, batch, got = via_proxy
+    assert {e["msgId"] for e in sent.sent} | {e["msgId"] for e in batch.sent} == {
+        e["uniqKey"] for e in got.received
+    }
+    assert len(got.received) == 21
+    # The messages record the real broker as their store host: the proxy forwards, it does not impersonate.
+    assert {e["storeHost"].lstrip("/") for e in got.received} == {line.rmq.broker_addr}
+
+    settle(line.proxy)
+    records = line.proxy.records()
+    assert all(r.decoded for r in records if r.type == REC_FRAME)
+    sends = send_requests(records, topic)
+    assert len(sends) == 6 + 6 + 3 + 2  # one request per single message, one per batch of three
+    oneway = [r for r in sends if r.rpc_flag & 2]
+    assert len(oneway) == 3
+    # every request of this topic that expects an answer got one, on its own connection, same opaque
+    answered = {
+        (ex.request.conn_id, ex.request.opaque): ex.response
+        for ex in pair_exchanges(records)
+        if ex.response is not None
+    }
+    for req in sends:
+        if not req.rpc_flag & 2:
+            resp = answered[(req.conn_id, req.opaque)]
+            assert resp.code == 0 and resp.direction == DIR_TO_CLIENT
+    # the sends went over connections the proxy opened to the real broker
+    opens = {r.conn_id: r for r in records if r.type == REC_OPEN}
+    for req in sends:
+        assert opens[req.conn_id].meta()["kind"] == "broker"
+        assert str(req.server) == line.rmq.broker_addr
+    pulls = [r for r in records if r.type == REC_FRAME and r.code == 11 and request_topic(r) == topic]
+    assert pulls, "the push consumer's pulls went through the proxy"
+
+
+def test_orderly_consumer_through_proxy(line: Line) -> None:
+    topic = unique("TopicO")
+    messages = [{"body": f"{key}-{i}", "shardingKey": key} for i in range(5) for key in ("k1", "k2")]
+    line.client.producer(line.proxy.namesrv, topic, mode="ordered", messages=messages).check()
+    got = line.client.push_consumer(
+        line.proxy.namesrv, topic, group=unique("go"), expect=10, orderly=True, timeoutMs=60_000
+    ).check()
+    bodies = [e.get("body") for e in got.received]
+    for key in ("k1", "k2"):
+        assert [b for b in bodies if b.startswith(key)] == [f"{key}-{i}" for i in range(5)]
+
+
+def test_transaction_check_back_flows_back_on_the_producer_connection(line: Line) -> None:
+    topic = unique("TopicT")
+    messages = [{"body": f"tx-{i}", "transaction": "unknown", "check": "commit"} for i in range(2)]
+    result = line.client.producer(
+        line.proxy.namesrv, topic, mode="transaction", messages=messages, expectChecks=2, timeoutMs=60_000
+    ).check()
+    checks = result.of("check")
+    assert len(checks) >= 2 and {c["answer"] for c in checks} == {"COMMIT_MESSAGE"}
+    got = line.client.push_consumer(
+        line.proxy.namesrv, topic, group=unique("gt"), expect=2, timeoutMs=60_000
+    ).check()
+    assert sorted(e.get("body") for e in got.received) == ["tx-0", "tx-1"]
+
+    settle(line.proxy)
+    records = line.proxy.records()
+    sends = send_requests(records, topic)
+    producer_conns = {r.conn_id for r in sends}
+    check_frames = [r for r in records if r.type == REC_FRAME and r.code == 39 and not r.rpc_flag & 1]
+    mine = [r for r in check_frames if r.conn_id in producer_conns]
+    assert len(mine) >= 2 and all(r.direction == DIR_TO_CLIENT for r in mine)
+    ends = [
+        r
+        for r in records
+        if r.type == REC_FRAME
+        and r.code == 37
+        and r.conn_id in producer_conns
+        and r.direction == DIR_TO_SERVER
+    ]
+    from_check = [
+        r for r in ends if (p := peek_header(r.data)) and p.ext_fields.get("fromTransactionCheck") == "true"
+    ]
+    assert len(from_check) >= 2
+
+
+def test_mqadmin_through_proxy_sees_the_proxy_addresses(line: Line) -> None:
+    ns = line.proxy.namesrv
+    cluster = line.client.mqadmin(ns, "clusterList").check().stdout
+    broker_port = line.rmq.broker_addr.rsplit(":", 1)[1]
+    proxy_addrs = re.findall(r"127\.0\.0\.1:\d+", cluster)
+    assert proxy_addrs and all(not a.endswith(f":{broker_port}") for a in proxy_addrs), cluster
+    assert "broker-a" in cluster
+    topic = unique("TopicA")
+    line.client.mqadmin(ns, "updateTopic", "-c", "rmqtwin", "-t", topic).check()
+    assert topic in line.client.mqadmin(ns, "topicList").check().stdout
+    route = line.client.mqadmin(ns, "topicRoute", "-t", topic).check().stdout
+    assert proxy_addrs[0] in route and f":{broker_port}" not in route
+    status = line.client.mqadmin(ns, "brokerStatus", "-b", proxy_addrs[0]).check().stdout
+    assert "brokerVersionDesc" in status
+
+
+def test_real_capture_exports_to_pcap_that_tshark_reassembles(line: Line, tmp_path: Path) -> None:
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        pytest.skip("tshark is not installed (scripts/setup.sh installs it)")
+    line.client.producer(line.proxy.namesrv, unique("TopicX"), count=3, bodySize=3000).check()
+    settle(line.proxy)
+    snapshot = tmp_path / "snap.rmqcap"
+    for i, seg in enumerate(sorted(line.proxy.capture.parent.glob(line.proxy.capture.name + "*"))):
+        shutil.copyfile(seg, snapshot if i == 0 else tmp_path / f"snap.rmqcap.{seg.suffix.lstrip('.')}")
+    pcap = tmp_path / "snap.pcap"
+    to_pcap(snapshot, pcap)
+    expert = subprocess.run(
+        [tshark, "-r", str(pcap), "-q", "-z", "expert"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "Warning" not in expert and "Error" not in expert
+    fields = subprocess.run(
+        [
+            tshark,
+            "-r",
+            str(pcap),
+            "-T",
+            "fields",
+            "-e",
+            "tcp.stream",
+            "-e",
+            "tcp.srcport",
+            "-e",
+            "tcp.payload",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    streams: dict[tuple[int, int], bytearray] = {}
+    for row in fields.splitlines():
+        parts = row.split("\t")
+        if len(parts) == 3 and parts[2]:
+            streams.setdefault((int(parts[0]), int(parts[1])), bytearray()).extend(bytes.fromhex(parts[2]))
+    recorded = frames_by_direction(snapshot)
+    assert sorted(bytes(v) for v in streams.values()) == sorted(recorded.values())
+    back = tmp_path / "back.rmqcap"
+    from_pcap(
+        pcap,
+        back,
+        server_ports={
+            int(line.rmq.namesrv_addr.rsplit(":", 1)[1]),
+            int(line.rmq.broker_addr.rsplit(":", 1)[1]),
+        },
+    )
+    assert sorted(frames_by_direction(back).values()) == sorted(recorded.values())
+
+
+def _call(sock: socket.socket, frame: bytes) -> bytes:
+    sock.sendall(frame)
+    head = _recv_exact(sock, 4)
+    return head + _recv_exact(sock, struct.unpack(">I", head)[0])
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("closed")
+        out += chunk
+    return out
+
+
+def _connect(addr: str) -> socket.socket:
+    host, _, port = addr.rpartition(":")
+    return socket.create_connection((host, int(port)), timeout=10)
+
+
+def test_killing_the_broker_closes_the_client_side_and_the_proxy_keeps_serving(tmp_path: Path) -> None:
+    rmq = launcher.RealRocketMQ("4.9")
+    rmq.start()
+    proxy = start_proxy(rmq.namesrv_addr, tmp_path / "kill.rmqcap")
+    try:
+        with _connect(proxy.namesrv) as ns:
+            answer = _call(ns, json_frame(106, 1))
+        peek = peek_header(answer)
+        assert peek is not None and peek.code == 0
+        broker_listener = re.search(rb'"(127\.0\.0\.1:\d+)"', answer)
+        assert broker_listener is not None
+        listener = broker_listener.group(1).decode()
+        assert listener != rmq.broker_addr
+        client = _connect(listener)
+        info = _call(client, json_frame(28, 2))
+        assert peek_header(info) is not None and peek_header(info).code == 0  # type: ignore[union-attr]
+        rmq.brokers[0].process.kill()
+        rmq.brokers[0].process.wait(timeout=30)
+        client.settimeout(20)
+        with contextlib.suppress(ConnectionResetError):
+            assert client.recv(65536) == b""  # orderly close, not a hang
+        client.close()
+        assert proxy.process.poll() is None
+        # new sessions are served: the namesrv still answers through the proxy ...
+        with _connect(proxy.namesrv) as ns:
+            assert peek_header(_call(ns, json_frame(106, 3))) is not None
+        # ... and a new connection to the dead broker's listener is closed at once, not left hanging
+        with _connect(listener) as again:
+            again.settimeout(20)
+            with contextlib.suppress(ConnectionResetError):
+                assert again.recv(1) == b""
+        assert proxy.process.poll() is None
+    finally:
+        rc = proxy.stop()
+        rmq.stop(graceful=False)
+    assert rc == 0
+    kinds = [r.meta().get("kind") for r in read_records(proxy.capture) if r.type == REC_OPEN]
+    assert kinds.count("broker") == 1 and kinds.count("namesrv") == 2
