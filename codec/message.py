@@ -392,11 +392,10 @@ def string_to_properties(s: str | None) -> dict[str, str]:
     if not s:
         return result
     for chunk in s.split("\x02"):
-        if len(chunk) < 3:
-            continue
-        sep = chunk.find("\x01")
-        if 0 < sep < len(chunk) - 1:
-            result[chunk[:sep]] = chunk[sep + 1 :]
+        # Non-empty name and value around the first 0x01 is the same as Java's index checks.
+        name, _, value = chunk.partition("\x01")
+        if name and value:
+            result[name] = value
     return result
 
 
