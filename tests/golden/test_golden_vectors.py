@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from rmqtwin.codec import fastjson, headers
+from rmqtwin.codec.codes import RequestCode
 from rmqtwin.codec.message import decode_batch, decode_message_records
 from tests.golden import vectors as gv
 from tests.golden.conftest import LINES, GoldenLine
@@ -181,3 +182,25 @@ def test_java_decodes_python(golden: Golden, line: str, name: str) -> None:
         assert gv.canon(result.java["content"]) == gv.canon(vector["content"])
     else:
         pytest.fail(f"unknown vector kind {kind}")
+
+
+# ------------------------------------------------------------------------------- header registries
+
+
+@pytest.mark.parametrize("line", list(LINES))
+def test_header_registries_name_the_java_header_classes(golden: Golden, line: str) -> None:
+    """REQUEST_HEADERS / RESPONSE_HEADERS pick, by request code, the class the Java code used."""
+    seen: dict[str, tuple[str, str | None]] = {}
+    for vector in golden(line).manifest()["vectors"]:
+        direction, _, rest = vector["name"].partition(".")
+        if vector["kind"] != "command" or vector["headerClass"] is None or rest.startswith("edge."):
+            continue
+        code = getattr(RequestCode, rest.split(".")[0])
+        registry = headers.REQUEST_HEADERS if direction == "request" else headers.RESPONSE_HEADERS
+        python_class = registry.get(code)
+        seen[vector["name"]] = (
+            vector["headerClass"],
+            None if python_class is None else python_class.__name__,
+        )
+    assert len(seen) >= 40, "the manifest lost its typed-header vectors"
+    assert {name: pair for name, pair in seen.items() if pair[0] != pair[1]} == {}

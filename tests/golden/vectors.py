@@ -366,7 +366,10 @@ def tree_from_canon(value: Any, *, int_keys: bool) -> Any:
 
 
 def dump_body(tree: Any, form: str, line: str) -> bytes:
-    """Re-encode a body tree the way the Java side wrote that form."""
+    """Re-encode a body tree the way the Java side wrote that form (5.5.0 writes with fastjson2)."""
+    fastjson2 = line == "v5"
     if form == "standard":
-        return fastjson.dumps(tree, quote_int_keys=True, browser_compatible=True, sort_map_keys=True)
-    return fastjson.dumps(tree, quote_int_keys=False)
+        return fastjson.dumps(
+            tree, quote_int_keys=True, browser_compatible=True, sort_map_keys=True, fastjson2=fastjson2
+        )
+    return fastjson.dumps(tree, quote_int_keys=False, fastjson2=fastjson2)
