@@ -36,7 +36,7 @@ XFAIL_JAVA_DECODES: dict[str, str] = {}
 def _cases(xfails: dict[str, str]) -> list[Any]:
     cases = []
     for line in LINES:
-        for name in gv.VECTOR_NAMES:
+        for name in gv.vector_names(line):
             key = f"{line}:{name}"
             marks = [pytest.mark.xfail(strict=True, reason=xfails[key])] if key in xfails else []
             cases.append(pytest.param(line, name, id=key, marks=marks))
@@ -47,7 +47,7 @@ def _cases(xfails: dict[str, str]) -> list[Any]:
 def test_generator_wrote_exactly_the_listed_vectors(golden: Golden, line: str) -> None:
     manifest = golden(line).manifest()
     assert manifest["rocketmqVersion"] == LINES[line]
-    assert [v["name"] for v in manifest["vectors"]] == list(gv.VECTOR_NAMES)
+    assert sorted(v["name"] for v in manifest["vectors"]) == sorted(gv.vector_names(line))
 
 
 # ------------------------------------------------------------------------------------ Python decodes Java

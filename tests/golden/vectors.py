@@ -61,6 +61,7 @@ COMMANDS = (
     "request.edge.empty_ext_value",
     "request.edge.non_ascii_remark_negative_opaque",
     "request.edge.empty_ext_fields_and_body",
+    "request.edge.code_over_short",
     "response.SEND_MESSAGE",
     "response.PULL_MESSAGE.found",
     "response.PULL_MESSAGE.offset_moved",
@@ -104,12 +105,22 @@ BODIES = (
     "body.TopicList",
     "body.SubscriptionGroupConfig",
 )
-VECTOR_NAMES = (
-    *(f"{name}.{ser}" for name in COMMANDS for ser in ("json", "rocketmq")),
-    *RECORDS,
-    *BATCHES,
-    *BODIES,
+V5_COMMANDS = (
+    "request.PULL_MESSAGE.5x_fields",
+    "response.PULL_MESSAGE.5x_fields",
+    "response.SEND_MESSAGE.5x_fields",
 )
+"""Vectors only the 5.5.0 generator writes (fields the 4.9.8 classes do not have)."""
+
+
+def vector_names(line: str) -> tuple[str, ...]:
+    commands = COMMANDS + (V5_COMMANDS if line == "v5" else ())
+    return (
+        *(f"{name}.{ser}" for name in commands for ser in ("json", "rocketmq")),
+        *RECORDS,
+        *BATCHES,
+        *BODIES,
+    )
 
 
 def dialect(line: str) -> JsonDialect:

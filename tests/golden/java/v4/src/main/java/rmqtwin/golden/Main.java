@@ -334,6 +334,12 @@ public final class Main {
             c.setLanguage(org.apache.rocketmq.remoting.protocol.LanguageCode.CPP);
             return c;
         }, null);
+        // 5.x POP codes do not fit the ROCKETMQ header's int16 code: Java's (short) cast truncates them.
+        v.commandBoth("request.edge.code_over_short", t -> {
+            RemotingCommand c = req(200050, null, 32, t);
+            c.addExtField("consumerGroup", "cg");
+            return c;
+        }, null);
     }
 
     static void responses(Vectors v) throws Exception {

@@ -338,6 +338,33 @@ public final class Main {
             c.setLanguage(org.apache.rocketmq.remoting.protocol.LanguageCode.CPP);
             return c;
         }, null);
+        // 5.x POP codes do not fit the ROCKETMQ header's int16 code: Java's (short) cast truncates them.
+        v.commandBoth("request.edge.code_over_short", t -> {
+            RemotingCommand c = req(200050, null, 32, t);
+            c.addExtField("consumerGroup", "cg");
+            return c;
+        }, null);
+        // 5.x-only header fields (RpcRequestHeader ns/nsd/oway, TopicRequestHeader lo, pull/send extras).
+        v.commandBoth("request.PULL_MESSAGE.5x_fields", t -> req(RequestCode.PULL_MESSAGE,
+            fill(new PullMessageRequestHeader(), "consumerGroup", "cg", "topic", "TopicTest", "queueId", 3,
+                "queueOffset", 128L, "maxMsgNums", 32, "sysFlag", 2, "commitOffset", 0L,
+                "suspendTimeoutMillis", 20000L, "subVersion", 1700000000000L, "expressionType", "TAG",
+                "maxMsgBytes", 1048576, "requestSource", 1, "proxyFrowardClientId", "127.0.0.1@proxy",
+                "liteTopic", "lite-1", "bname", "broker-a", "ns", "ns1", "nsd", true, "oway", false, "lo", true),
+            33, t), PullMessageRequestHeader.class);
+        v.commandBoth("response.PULL_MESSAGE.5x_fields", t -> resp(ResponseCode.PULL_NOT_FOUND,
+            "OFFSET_OVERFLOW_ONE", fill(new PullMessageResponseHeader(), "suggestWhichBrokerId", 1L,
+                "nextBeginOffset", 128L, "minOffset", 0L, "maxOffset", 128L, "offsetDelta", 3L,
+                "topicSysFlag", 1, "groupSysFlag", 2, "forbiddenType", 0), 33, t), PullMessageResponseHeader.class);
+        v.commandBoth("response.SEND_MESSAGE.5x_fields", t -> {
+            RemotingCommand c = resp(ResponseCode.SUCCESS, null, fill(new SendMessageResponseHeader(),
+                "msgId", "7F00000100002A9F00000000000F1206,7F00000100002A9F00000000000F1306", "queueId", 0,
+                "queueOffset", 9L, "transactionId", "AC110001000118B4AAC20A2B3C0000",
+                "batchUniqId", "AC110001000118B4AAC20A2B3C0001", "recallHandle", "handle-1"), 21, t);
+            c.addExtField("MSG_REGION", "DefaultRegion");
+            c.addExtField("TRACE_ON", "false");
+            return c;
+        }, SendMessageResponseHeader.class);
     }
 
     static void responses(Vectors v) throws Exception {
