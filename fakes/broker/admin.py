@@ -1,0 +1,282 @@
+"""The admin codes mqadmin uses (``AdminBrokerProcessor`` of 4.9.8).
+
+updateTopic/deleteTopic/topicStatus/brokerStatus/clusterList/updateSubGroup/consumerProgress/
+consumerConnection/producerConnection/getBrokerConfig, plus the small reads they need.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from typing import TYPE_CHECKING, Any
+
+from rmqtwin.codec import fastjson
+from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.fakes.broker.topics import is_system_topic, topic_config, validate_topic
+from rmqtwin.fakes.dispatch import Channel, MissingField, ext, field, int_field, json_body, response
+
+if TYPE_CHECKING:
+    from rmqtwin.codec.command import RemotingCommand
+    from rmqtwin.fakes.broker.controller import BrokerController
+
+BROKER_VERSION_DESC = "V4_9_8"
+BROKER_VERSION = 409
+CONFIG_BLACK_LIST = ("configBlackList", "brokerConfigPath")
+
+
+class AdminProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def _mq(self, topic: str, queue_id: int) -> fastjson.ObjectKey:
+        return fastjson.ObjectKey(
+            {"brokerName": self.broker.config.broker_name, "queueId": queue_id, "topic": topic}
+        )
+
+    # -- topics ---------------------------------------------------------------------------------
+    def update_and_create_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        fields = ext(request)
+        topic = field(request, "topic")
+        problem = validate_topic(topic)
+        if problem is not None:
+            return response(ResponseCode.SYSTEM_ERROR, problem)
+        if is_system_topic(topic):
+            return response(ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
+        config = topic_config(
+            topic,
+            int_field(request, "readQueueNums"),
+            int_field(request, "writeQueueNums"),
+            int_field(request, "perm"),
+            fields.get("topicFilterType") or "SINGLE_TAG",
+            int(fields.get("topicSysFlag") or 0),
+        )
+        self.broker.topics.put(config)
+        return response()
+
+    def delete_topic_in_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        topic = field(request, "topic")
+        problem = validate_topic(topic)
+        if problem is not None:
+            return response(ResponseCode.SYSTEM_ERROR, problem)
+        if is_system_topic(topic):
+            return response(ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
+        self.broker.delete_topic(topic)
+        return response()
+
+    def get_all_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        return response(body=json_body(self.broker.topics.serialize_wrapper()))
+
+    def get_topic_stats_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        topic = field(request, "topic")
+        config = self.broker.topics.get(topic)
+        if config is None:
+            return response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        store = self.broker.store
+        table: dict[Any, Any] = {}
+        for queue_id in range(config["writeQueueNums"]):
+            low = max(0, store.get_min_offset_in_queue(topic, queue_id))
+            high = max(0, store.get_max_offset_in_queue(topic, queue_id))
+            timestamp = store.get_message_store_timestamp(topic, queue_id, high - 1) if high > 0 else 0
+            table[self._mq(topic, queue_id)] = {
+                "lastUpdateTimestamp": timestamp,
+                "maxOffset": high,
+                "minOffset": low,
+            }
+        return response(body=fastjson.dumps({"offsetTable": table}))
+
+    def query_topic_consume_by_who(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        topic = field(request, "topic")
+        groups = set(self.broker.consumers.groups_by_topic(topic)) | self.broker.offsets.groups_by_topic(
+            topic
+        )
+        return response(body=json_body({"groupList": sorted(groups)}))
+
+    def get_system_topic_list_from_broker(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        topics = [t for t in self.broker.topics.table if is_system_topic(t)]
+        return response(body=json_body({"topicList": topics}))
+
+    # -- groups and clients -------------------------------------------------------------------
+    def update_and_create_subscription_group(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        if request.body:
+            config = fastjson.loads(request.body)
+            if isinstance(config, dict) and config.get("groupName"):
+                self.broker.groups.put(config)
+        return response()
+
+    def get_all_subscription_group_config(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        groups = self.broker.groups
+        return response(
+            body=json_body({"dataVersion": groups.data_version, "subscriptionGroupTable": groups.table})
+        )
+
+    def delete_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        fields = ext(request)
+        group = field(request, "groupName")
+        self.broker.groups.delete(group)
+        if (fields.get("removeOffset") or fields.get("cleanOffset") or "false").lower() == "true":
+            self.broker.offsets.remove_group(group)
+        return response()
+
+    def get_consume_stats(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        broker = self.broker
+        group = field(request, "consumerGroup")
+        topic = ext(request).get("topic")
+        topics = {topic} if topic and topic.strip() else broker.offsets.topics_by_group(group)
+        table: dict[Any, Any] = {}
+        group_info = broker.consumers.groups.get(group)
+        for name in sorted(topics):
+            config = broker.topics.get(name)
+            if config is None:
+                continue
+            if group_info is not None and group_info.subscriptions and name not in group_info.subscriptions:
+                continue
+            for queue_id in range(config["readQueueNums"]):
+                broker_offset = max(0, broker.store.get_max_offset_in_queue(name, queue_id))
+                consumer_offset = max(0, broker.offsets.query_offset(group, name, queue_id))
+                wrapper: dict[str, Any] = {"brokerOffset": broker_offset, "consumerOffset": consumer_offset}
+                last = 0
+                if consumer_offset - 1 >= 0:
+                    last = broker.store.get_message_store_timestamp(name, queue_id, consumer_offset - 1)
+                wrapper["lastTimestamp"] = last if last > 0 else 0
+                table[self._mq(name, queue_id)] = wrapper
+        return response(body=fastjson.dumps({"consumeTps": 0.0, "offsetTable": table}))
+
+    def _connection(self, info: Any) -> dict[str, Any]:
+        return {
+            "clientAddr": info.channel.remote_addr,
+            "clientId": info.client_id,
+            "language": info.language,
+            "version": info.version,
+        }
+
+    def get_consumer_connection_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        group = field(request, "consumerGroup")
+        info = self.broker.consumers.groups.get(group)
+        if info is None:
+            return response(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
+        body = {
+            "connectionSet": [self._connection(c) for c in info.channels.values()],
+            "consumeFromWhere": info.consume_from_where,
+            "consumeType": info.consume_type,
+            "messageModel": info.message_model,
+            "subscriptionTable": info.subscriptions,
+        }
+        return response(body=json_body(body))
+
+    def get_producer_connection_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        group = field(request, "producerGroup")
+        channels = self.broker.producers.groups.get(group)
+        if channels is None:
+            return response(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
+        return response(body=json_body({"connectionSet": [self._connection(c) for c in channels.values()]}))
+
+    # -- broker ---------------------------------------------------------------------------------
+    def get_broker_runtime_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        broker = self.broker
+        stats = broker.stats
+        now_ms = int(time.time() * 1000)
+        store = broker.store
+        table = {
+            "brokerVersionDesc": BROKER_VERSION_DESC,
+            "brokerVersion": str(BROKER_VERSION),
+            "msgPutTotalYesterdayMorning": "0",
+            "msgPutTotalTodayMorning": "0",
+            "msgPutTotalTodayNow": str(stats.put_total),
+            "msgGetTotalYesterdayMorning": "0",
+            "msgGetTotalTodayMorning": "0",
+            "msgGetTotalTodayNow": str(stats.get_total),
+            "sendThreadPoolQueueSize": "0",
+            "sendThreadPoolQueueCapacity": "10000",
+            "pullThreadPoolQueueSize": "0",
+            "pullThreadPoolQueueCapacity": "100000",
+            "queryThreadPoolQueueSize": "0",
+            "queryThreadPoolQueueCapacity": "20000",
+            "sendThreadPoolQueueHeadWaitTimeMills": "0",
+            "pullThreadPoolQueueHeadWaitTimeMills": "0",
+            "queryThreadPoolQueueHeadWaitTimeMills": "0",
+            "dispatchBehindBytes": "0",
+            "pageCacheLockTimeMills": "0",
+            "earliestMessageTimeStamp": str(_safe(store.get_earliest_message_time_all, now_ms)),
+            "startAcceptSendRequestTimeStamp": "0",
+            "commitLogMinOffset": str(_safe(store.get_min_phy_offset, 0)),
+            "commitLogMaxOffset": str(_safe(store.get_max_phy_offset, 0)),
+            "commitLogDiskRatio": "0.0",
+            "consumeQueueDiskRatio": "0.0",
+            "bootTimestamp": str(int(broker.boot_time_ms)),
+            "runtime": _runtime(now_ms - broker.boot_time_ms),
+            "putTps": stats.put_tps(),
+            "getFoundTps": stats.get_tps(),
+            "getMissTps": "0.00 0.00 0.00",
+            "getTotalTps": stats.get_tps(),
+            "getTransferedTps": stats.get_tps(),
+            "remainHowManyDataToFlush": "0 B",
+            "remainTransientStoreBufferNumbs": "2147483647",
+            "putMessageEntireTimeMax": "0",
+            "putMessageTimesTotal": str(stats.put_total),
+            "putMessageSizeTotal": "0",
+            "putMessageAverageSize": "0.0",
+            "putMessageDistributeTime": "[<=0ms]:0 [0~10ms]:0 [10~50ms]:0 [50~100ms]:0 [100~200ms]:0 "
+            "[200~500ms]:0 [500ms~1s]:0 [1~2s]:0 [2~3s]:0 [3~4s]:0 [4~5s]:0 [5~10s]:0 [10s~]:0 ",
+            "getMessageEntireTimeMax": "0",
+        }
+        return response(body=json_body({"table": table}))
+
+    def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        broker = self.broker
+        text = "".join(f"{k}={v}\n" for k, v in broker.config.to_properties().items())
+        version = json_body(broker.config_data_version).decode()
+        return response(ext_fields={"version": version}, body=text.encode("utf-8"))
+
+    def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        import javaproperties
+
+        body = request.body
+        if not body:
+            return response()
+        props = javaproperties.load(io.StringIO(body.decode("utf-8")))
+        if any(key in CONFIG_BLACK_LIST for key in props):
+            return response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+        self.broker.config.update(props)
+        self.broker.bump_config_version()
+        return response()
+
+    def get_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        topic = field(request, "topic")
+        config = self.broker.topics.get(topic)
+        if config is None:
+            return response(ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {topic}")
+        return response(body=json_body({"topicConfig": config}))
+
+    def clone_group_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        fields = ext(request)
+        src, dest = fields.get("srcGroup"), fields.get("destGroup")
+        if src is None or dest is None:
+            raise MissingField("srcGroup" if src is None else "destGroup")
+        topic = fields.get("topic")
+        topics = {topic} if topic else self.broker.offsets.topics_by_group(src)
+        for name in topics:
+            for queue_id, offset in self.broker.offsets.query_group(src, name).items():
+                self.broker.offsets.commit_offset(channel.remote_addr, dest, name, queue_id, offset)
+        return response()
+
+
+def _safe(fn: Any, default: int) -> int:
+    try:
+        return int(fn())
+    except Exception:
+        return default
+
+
+def _runtime(elapsed_ms: int) -> str:
+    """``BrokerController.getRunningTime`` style: days, hours, minutes, seconds."""
+    seconds = max(0, elapsed_ms) // 1000
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"[ {days} days, {hours} hours, {minutes} minutes, {secs} seconds ]"

@@ -1,0 +1,133 @@
+"""HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG, GET_CONSUMER_LIST_BY_GROUP, LOCK/UNLOCK_BATCH_MQ.
+
+``ClientManageProcessor`` and the consumer-list and lock parts of ``ConsumerManageProcessor`` /
+``AdminBrokerProcessor`` in 4.9.8.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rmqtwin.codec import fastjson
+from rmqtwin.codec.codes import RequestCode, ResponseCode, language_name
+from rmqtwin.fakes.broker.clients import ClientChannelInfo
+from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
+from rmqtwin.fakes.dispatch import Channel, ext, field, json_body, request_command, response
+
+if TYPE_CHECKING:
+    from rmqtwin.codec.command import RemotingCommand
+    from rmqtwin.fakes.broker.controller import BrokerController
+
+
+def _mq_key(mq: dict[str, Any]) -> tuple[str, str, int]:
+    return (str(mq.get("topic")), str(mq.get("brokerName")), int(mq.get("queueId", 0)))
+
+
+def _mq_bean(key: tuple[str, str, int]) -> dict[str, Any]:
+    return {"brokerName": key[1], "queueId": key[2], "topic": key[0]}
+
+
+class ClientManageProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def _channel_info(self, channel: Channel, request: RemotingCommand, client_id: str) -> ClientChannelInfo:
+        return ClientChannelInfo(
+            channel=channel,
+            client_id=client_id,
+            language=language_name(request.language),
+            version=request.version,
+            last_update=self.broker.clock.seconds(),
+        )
+
+    def heart_beat(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        broker = self.broker
+        data = fastjson.loads(request.body or b"{}")
+        info = self._channel_info(channel, request, str(data.get("clientID", "")))
+        for consumer in data.get("consumerDataSet") or []:
+            group = consumer["groupName"]
+            group_config = broker.groups.find(group)
+            notify = True
+            if group_config is not None:
+                notify = bool(group_config.get("notifyConsumerIdsChangedEnable", True))
+                sys_flag = 2 if consumer.get("unitMode") else 0
+                broker.topics.create_in_send_back_method(
+                    RETRY_GROUP_TOPIC_PREFIX + group,
+                    int(group_config.get("retryQueueNums", 1)),
+                    PERM_WRITE | PERM_READ,
+                    sys_flag,
+                )
+            broker.consumers.register(
+                group,
+                info,
+                consume_type=consumer.get("consumeType", "CONSUME_PASSIVELY"),
+                model=consumer.get("messageModel", "CLUSTERING"),
+                from_where=consumer.get("consumeFromWhere", "CONSUME_FROM_LAST_OFFSET"),
+                subscriptions=list(consumer.get("subscriptionDataSet") or []),
+                notify_enabled=notify and broker.config.notify_consumer_ids_changed_enable,
+            )
+        for producer in data.get("producerDataSet") or []:
+            broker.producers.register(producer["groupName"], info)
+        return response()
+
+    def unregister_client(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        broker = self.broker
+        fields = ext(request)
+        producer_group = fields.get("producerGroup")
+        if producer_group:
+            broker.producers.unregister(producer_group, channel)
+        consumer_group = fields.get("consumerGroup")
+        if consumer_group:
+            group_config = broker.groups.table.get(consumer_group)
+            notify = group_config is None or bool(group_config.get("notifyConsumerIdsChangedEnable", True))
+            broker.consumers.unregister(
+                consumer_group,
+                channel,
+                notify_enabled=notify and broker.config.notify_consumer_ids_changed_enable,
+            )
+        return response(ext_fields={})
+
+    def check_client_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        body = fastjson.loads(request.body or b"{}")
+        subscription = body.get("subscriptionData") or {}
+        expression_type = subscription.get("expressionType") or "TAG"
+        if expression_type != "TAG" and not self.broker.config.enable_property_filter:
+            return response(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {expression_type}",
+            )
+        return response()
+
+    def get_consumer_list_by_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        group = field(request, "consumerGroup")
+        group_info = self.broker.consumers.groups.get(group)
+        if group_info is not None:
+            ids = group_info.client_ids()
+            if ids:
+                return response(body=json_body({"consumerIdList": ids}))
+        return response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
+
+    def lock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        body = fastjson.loads(request.body or b"{}")
+        mqs = [_mq_key(mq) for mq in body.get("mqSet") or []]
+        locked = self.broker.locks.try_lock_batch(
+            str(body.get("consumerGroup")), list(mqs), str(body.get("clientId")), self.broker.clock.seconds()
+        )
+        return response(body=json_body({"lockOKMQSet": [_mq_bean(k) for k in locked]}))  # type: ignore[arg-type]
+
+    def unlock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        body = fastjson.loads(request.body or b"{}")
+        mqs = [_mq_key(mq) for mq in body.get("mqSet") or []]
+        self.broker.locks.unlock_batch(str(body.get("consumerGroup")), list(mqs), str(body.get("clientId")))
+        return response()
+
+
+def notify_consumer_ids_changed(group: str, channels: list[Any]) -> None:
+    """Broker → client NOTIFY_CONSUMER_IDS_CHANGED (oneway) to every member of the group."""
+    for channel in channels:
+        if getattr(channel, "is_active", False):
+            channel.send_oneway(
+                request_command(
+                    RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}, oneway=True
+                )
+            )

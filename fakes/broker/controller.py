@@ -1,0 +1,278 @@
+"""``BrokerController``: the broker's tables, store, services and dispatch table in one place.
+
+Every processor gets the controller and reaches the parts it needs through it, as the Java
+processors do. Time comes from an injected ``IReactorTime`` (a ``Clock`` in unit tests); the
+network side (name-server registration) from an injected reactor, and is skipped when no name
+server address is configured.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet.defer import Deferred, succeed
+from twisted.internet.interfaces import IReactorTime
+from twisted.internet.task import LoopingCall
+from twisted.logger import Logger
+
+from rmqtwin.codec.codes import RequestCode
+from rmqtwin.fakes.broker.admin import AdminProcessor
+from rmqtwin.fakes.broker.client_manage import ClientManageProcessor, notify_consumer_ids_changed
+from rmqtwin.fakes.broker.clients import ConsumerManager, ProducerManager, RebalanceLockManager
+from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
+from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable, OffsetProcessor
+from rmqtwin.fakes.broker.persist import ConfigFiles
+from rmqtwin.fakes.broker.pull import PullProcessor
+from rmqtwin.fakes.broker.query import QueryProcessor
+from rmqtwin.fakes.broker.schedule import ScheduleMessageService
+from rmqtwin.fakes.broker.send import SendProcessor
+from rmqtwin.fakes.broker.stats import BrokerStats
+from rmqtwin.fakes.broker.topics import TopicTable
+from rmqtwin.fakes.broker.transaction import TransactionService
+from rmqtwin.fakes.config import BrokerConfig
+from rmqtwin.fakes.dispatch import Channel, Dispatcher
+from rmqtwin.fakes.namesrv_client import NamesrvClient
+
+log = Logger()
+
+HOUSEKEEPING_INTERVAL = 10.0
+
+
+class BrokerController:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        store_dir: str,
+        clock: IReactorTime,
+        *,
+        reactor: Any = None,
+        store: Any = None,
+    ) -> None:
+        self.config = config
+        self.store_dir = store_dir
+        self.clock = clock
+        self.reactor = reactor
+        self.boot_time_ms = self.now_ms()
+        self.store_host = (config.broker_ip1 or "127.0.0.1", config.listen_port)
+        self.sync_flush = config.flush_disk_type == "SYNC_FLUSH"
+        self.files = ConfigFiles(os.path.join(store_dir, "config"))
+        self.config_data_version: dict[str, Any] = {"counter": 0, "timestamp": self.now_ms()}
+
+        self.topics = TopicTable(config, on_change=self._topics_changed)
+        self.groups = SubscriptionGroupTable(
+            config.auto_create_subscription_group, on_change=self._groups_changed
+        )
+        self.offsets = ConsumerOffsetTable()
+        self.consumers = ConsumerManager(notify_consumer_ids_changed)
+        self.producers = ProducerManager()
+        self.locks = RebalanceLockManager()
+        self.stats = BrokerStats(clock.seconds)
+        self.store = store if store is not None else self._create_store()
+        self.schedule = ScheduleMessageService(self, on_change=lambda: None)
+        self.transactions = TransactionService(self)
+
+        self.send = SendProcessor(self)
+        self.pull = PullProcessor(self)
+        self.offset_processor = OffsetProcessor(self)
+        self.client_manage = ClientManageProcessor(self)
+        self.admin = AdminProcessor(self)
+        self.query = QueryProcessor(self)
+        self.dispatcher = self._build_dispatcher()
+        self.namesrv = NamesrvClient(self, reactor) if reactor is not None else None
+        self._loops: list[LoopingCall] = []
+        self._started = False
+
+    # -- time --------------------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return int(self.clock.seconds() * 1000)
+
+    # -- wiring ----------------------------------------------------------------------------------
+    def _create_store(self) -> Any:
+        from rmqtwin.store_mirror.message_store import DefaultMessageStore, FlushDiskType, MessageStoreConfig
+
+        c = self.config
+        store_config = MessageStoreConfig(
+            store_path_root_dir=self.store_dir,
+            mapped_file_size_commit_log=c.mapped_file_size_commit_log,
+            mapped_file_size_consume_queue=c.mapped_file_size_consume_queue,
+            max_message_size=c.max_message_size,
+            message_delay_level=c.message_delay_level,
+            default_query_max_num=c.default_query_max_num,
+            file_reserved_time=c.file_reserved_time,
+            flush_disk_type=FlushDiskType[c.flush_disk_type],
+        )
+        return DefaultMessageStore(
+            self.store_dir, store_config, reactor=self.reactor or self.clock, now_ms=self.now_ms
+        )
+
+    def _build_dispatcher(self) -> Dispatcher:
+        d = Dispatcher("broker")
+        table: dict[int, Callable[[Channel, Any], Any]] = {
+            RequestCode.SEND_MESSAGE: self.send.process_send,
+            RequestCode.SEND_MESSAGE_V2: self.send.process_send,
+            RequestCode.SEND_BATCH_MESSAGE: self.send.process_send,
+            RequestCode.CONSUMER_SEND_MSG_BACK: self.send.consumer_send_msg_back,
+            RequestCode.PULL_MESSAGE: self.pull.process,
+            RequestCode.LITE_PULL_MESSAGE: self.pull.process,
+            RequestCode.QUERY_CONSUMER_OFFSET: self.offset_processor.query_consumer_offset,
+            RequestCode.UPDATE_CONSUMER_OFFSET: self.offset_processor.update_consumer_offset,
+            RequestCode.GET_MAX_OFFSET: self.offset_processor.get_max_offset,
+            RequestCode.GET_MIN_OFFSET: self.offset_processor.get_min_offset,
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.offset_processor.search_offset_by_timestamp,
+            RequestCode.GET_EARLIEST_MSG_STORETIME: self.offset_processor.get_earliest_msg_storetime,
+            RequestCode.HEART_BEAT: self.client_manage.heart_beat,
+            RequestCode.UNREGISTER_CLIENT: self.client_manage.unregister_client,
+            RequestCode.CHECK_CLIENT_CONFIG: self.client_manage.check_client_config,
+            RequestCode.GET_CONSUMER_LIST_BY_GROUP: self.client_manage.get_consumer_list_by_group,
+            RequestCode.LOCK_BATCH_MQ: self.client_manage.lock_batch_mq,
+            RequestCode.UNLOCK_BATCH_MQ: self.client_manage.unlock_batch_mq,
+            RequestCode.QUERY_MESSAGE: self.query.query_message,
+            RequestCode.VIEW_MESSAGE_BY_ID: self.query.view_message_by_id,
+            RequestCode.END_TRANSACTION: self.transactions.end_transaction,
+            RequestCode.UPDATE_AND_CREATE_TOPIC: self.admin.update_and_create_topic,
+            RequestCode.DELETE_TOPIC_IN_BROKER: self.admin.delete_topic_in_broker,
+            RequestCode.GET_ALL_TOPIC_CONFIG: self.admin.get_all_topic_config,
+            RequestCode.GET_TOPIC_STATS_INFO: self.admin.get_topic_stats_info,
+            RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: self.admin.query_topic_consume_by_who,
+            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: self.admin.get_system_topic_list_from_broker,
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.admin.update_and_create_subscription_group,
+            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.admin.get_all_subscription_group_config,
+            RequestCode.DELETE_SUBSCRIPTIONGROUP: self.admin.delete_subscription_group,
+            RequestCode.GET_CONSUME_STATS: self.admin.get_consume_stats,
+            RequestCode.GET_CONSUMER_CONNECTION_LIST: self.admin.get_consumer_connection_list,
+            RequestCode.GET_PRODUCER_CONNECTION_LIST: self.admin.get_producer_connection_list,
+            RequestCode.GET_BROKER_RUNTIME_INFO: self.admin.get_broker_runtime_info,
+            RequestCode.GET_BROKER_CONFIG: self.admin.get_broker_config,
+            RequestCode.UPDATE_BROKER_CONFIG: self.admin.update_broker_config,
+            RequestCode.GET_TOPIC_CONFIG: self.admin.get_topic_config,
+            RequestCode.CLONE_GROUP_OFFSET: self.admin.clone_group_offset,
+        }
+        for code, handler in table.items():
+            d.register(code, handler)
+        return d
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def load(self) -> bool:
+        topics = self.files.read("topics.json")
+        if topics:
+            self.topics.load(topics.get("topicConfigTable") or {}, topics.get("dataVersion"))
+        groups = self.files.read("subscriptionGroup.json")
+        if groups:
+            for config in (groups.get("subscriptionGroupTable") or {}).values():
+                self.groups.table[config["groupName"]] = config
+        offsets = self.files.read("consumerOffset.json")
+        if offsets:
+            self.offsets.load(offsets)
+        delay = self.files.read("delayOffset.json")
+        if delay:
+            self.schedule.load(delay)
+        return bool(self.store.load())
+
+    def start(self) -> Deferred[Any]:
+        """Start the store and services; fires once registered with every name server."""
+        self.store.start()
+        self.schedule.start()
+        self._every(self.config.flush_consumer_offset_interval / 1000.0, self.persist_offsets)
+        self._every(HOUSEKEEPING_INTERVAL, self.scan_not_active_channels)
+        self._started = True
+        self.persist_topics()
+        if self.namesrv is None:
+            return succeed(None)
+        self._every(self.config.register_name_server_period / 1000.0, self.register_broker_all, now=False)
+        return self.register_broker_all()
+
+    def _every(self, seconds: float, fn: Callable[[], Any], *, now: bool = False) -> None:
+        loop = LoopingCall(fn)
+        loop.clock = self.clock
+        loop.start(seconds, now=now).addErrback(lambda f: log.failure("periodic task failed", f))
+        self._loops.append(loop)
+
+    def shutdown(self) -> Deferred[Any]:
+        """Unregister from name servers, persist the tables, flush the store (removes ``abort``)."""
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        self._loops = []
+        self.schedule.stop()
+        self.pull.hold.stop()
+        unregistered: Deferred[Any] = (
+            self.namesrv.unregister_all() if self.namesrv is not None else succeed(None)
+        )
+
+        def finish(_: Any) -> None:
+            self.persist_all()
+            self.store.shutdown()
+            self._started = False
+
+        unregistered.addBoth(finish)
+        return unregistered
+
+    # -- persistence -----------------------------------------------------------------------------
+    def persist_topics(self) -> None:
+        self.files.write("topics.json", self.topics.serialize_wrapper())
+
+    def persist_groups(self) -> None:
+        self.files.write(
+            "subscriptionGroup.json",
+            {"dataVersion": self.groups.data_version, "subscriptionGroupTable": self.groups.table},
+        )
+
+    def persist_offsets(self) -> None:
+        if self.offsets.dirty:
+            self.offsets.dirty = False
+            self.files.write("consumerOffset.json", self.offsets.to_json_obj())
+        self.files.write("delayOffset.json", self.schedule.to_json_obj())
+
+    def persist_all(self) -> None:
+        self.persist_topics()
+        self.persist_groups()
+        self.offsets.dirty = True
+        self.persist_offsets()
+
+    def _topics_changed(self, register: bool) -> None:
+        if not self._started:
+            return
+        self.persist_topics()
+        if register and self.namesrv is not None:
+            self.register_broker_all()
+
+    def _groups_changed(self) -> None:
+        if self._started:
+            self.persist_groups()
+
+    def bump_config_version(self) -> None:
+        self.config_data_version = {
+            "counter": int(self.config_data_version["counter"]) + 1,
+            "timestamp": self.now_ms(),
+        }
+
+    # -- events ------------------------------------------------------------------------------------
+    def register_broker_all(self) -> Deferred[Any]:
+        if self.namesrv is None:
+            return succeed(None)
+        return self.namesrv.register_all()
+
+    def notify_message_arriving(self, topic: str, queue_id: int) -> None:
+        if self.pull.hold.table:
+            self.pull.hold.notify_message_arriving(
+                topic, queue_id, self.store.get_max_offset_in_queue(topic, queue_id)
+            )
+
+    def channel_closed(self, channel: Channel) -> None:
+        self.consumers.channel_closed(channel)
+        self.producers.channel_closed(channel)
+        self.pull.hold.channel_closed(channel)
+
+    def scan_not_active_channels(self) -> None:
+        now = self.clock.seconds()
+        for channel in self.consumers.scan_not_active(now) + self.producers.scan_not_active(now):
+            close = getattr(channel, "close", None)
+            if close is not None:
+                close()
+
+    def delete_topic(self, topic: str) -> None:
+        self.topics.delete(topic)
+        self.offsets.remove_topic(topic)
+        self.store.delete_topics([topic])

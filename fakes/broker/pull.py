@@ -1,0 +1,322 @@
+"""PULL_MESSAGE (and 5.x LITE_PULL_MESSAGE) with tag filtering and long polling.
+
+Follows ``PullMessageProcessor`` of 4.9.8. A pull that finds nothing new with the suspend flag is
+parked (``PullRequestHoldService``): it is re-run without suspension when a message arrives for
+its queue or when its suspend time runs out, and answered then with the original opaque. Time is
+the injected reactor's, so a ``Clock`` drives it in tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet.interfaces import IDelayedCall
+
+from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.fakes.broker.topics import is_readable
+from rmqtwin.fakes.dispatch import Channel, MissingField, ext, response, suggest_todo
+from rmqtwin.store_mirror.record import java_string_hash
+
+if TYPE_CHECKING:
+    from rmqtwin.codec.command import RemotingCommand
+    from rmqtwin.fakes.broker.controller import BrokerController
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+SUB_ALL = "*"
+
+_STATUS_CODES = {
+    "FOUND": ResponseCode.SUCCESS,
+    "MESSAGE_WAS_REMOVING": ResponseCode.PULL_RETRY_IMMEDIATELY,
+    "NO_MATCHED_MESSAGE": ResponseCode.PULL_RETRY_IMMEDIATELY,
+    "OFFSET_FOUND_NULL": ResponseCode.PULL_NOT_FOUND,
+    "OFFSET_OVERFLOW_BADLY": ResponseCode.PULL_OFFSET_MOVED,
+    "OFFSET_OVERFLOW_ONE": ResponseCode.PULL_NOT_FOUND,
+    "OFFSET_TOO_SMALL": ResponseCode.PULL_OFFSET_MOVED,
+}
+
+
+def build_subscription_data(
+    topic: str, sub_string: str | None, expression_type: str = "TAG"
+) -> dict[str, Any]:
+    """``FilterAPI.buildSubscriptionData``: tag set and their Java hash codes."""
+    data: dict[str, Any] = {
+        "classFilterMode": False,
+        "codeSet": [],
+        "expressionType": expression_type or "TAG",
+        "subString": sub_string,
+        "tagsSet": [],
+        "topic": topic,
+    }
+    if not sub_string or sub_string == SUB_ALL:
+        data["subString"] = SUB_ALL
+        return data
+    for raw in sub_string.split("||"):
+        tag = raw.strip()
+        if tag and tag not in data["tagsSet"]:
+            data["tagsSet"].append(tag)
+            data["codeSet"].append(java_string_hash(tag))
+    return data
+
+
+class TagMessageFilter:
+    """``ExpressionMessageFilter`` for TAG subscriptions: matches consume-queue tag hash codes."""
+
+    def __init__(self, subscription: dict[str, Any] | None) -> None:
+        self.all = subscription is None or subscription.get("subString") in (None, "", SUB_ALL)
+        codes = [] if subscription is None else subscription.get("codeSet") or []
+        self.codes = {int(c) for c in codes}
+
+    def is_matched_by_consume_queue(self, tags_code: int | None, cq_ext: Any = None) -> bool:
+        if self.all or tags_code is None:
+            return True
+        return _to_int32(tags_code) in self.codes
+
+    def is_matched_by_commit_log(self, msg_buffer: Any = None, properties: Any = None) -> bool:
+        return True
+
+    def __call__(self, tags_code: int | None) -> bool:
+        return self.is_matched_by_consume_queue(tags_code)
+
+
+def _to_int32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - 0x100000000 if value & 0x80000000 else value
+
+
+@dataclass
+class PullRequest:
+    """A parked pull (Java ``PullRequest``)."""
+
+    request: RemotingCommand
+    channel: Channel
+    pull_from_offset: int
+    deadline: float
+    timer: IDelayedCall | None = None
+
+
+class PullRequestHoldService:
+    """Parked pulls by ``topic@queueId``; re-run on message arrival or at their deadline."""
+
+    def __init__(self, processor: PullProcessor) -> None:
+        self.processor = processor
+        self.table: dict[str, list[PullRequest]] = {}
+
+    @staticmethod
+    def key(topic: str, queue_id: int) -> str:
+        return f"{topic}@{queue_id}"
+
+    def suspend(self, topic: str, queue_id: int, pull: PullRequest) -> None:
+        key = self.key(topic, queue_id)
+        self.table.setdefault(key, []).append(pull)
+        clock = self.processor.broker.clock
+        delay = max(0.0, pull.deadline - clock.seconds())
+        pull.timer = clock.callLater(delay, self._expire, key, pull)
+
+    def _expire(self, key: str, pull: PullRequest) -> None:
+        pulls = self.table.get(key)
+        if pulls is None or pull not in pulls:
+            return
+        pulls.remove(pull)
+        if not pulls:
+            del self.table[key]
+        pull.timer = None
+        self.processor.execute_when_wakeup(pull)
+
+    def notify_message_arriving(self, topic: str, queue_id: int, max_offset: int) -> None:
+        key = self.key(topic, queue_id)
+        pulls = self.table.get(key)
+        if not pulls:
+            return
+        keep = []
+        for pull in pulls:
+            if max_offset > pull.pull_from_offset:
+                if pull.timer is not None and pull.timer.active():
+                    pull.timer.cancel()
+                pull.timer = None
+                self.processor.execute_when_wakeup(pull)
+            else:
+                keep.append(pull)
+        if keep:
+            self.table[key] = keep
+        else:
+            self.table.pop(key, None)
+
+    def channel_closed(self, channel: Channel) -> None:
+        for key, pulls in list(self.table.items()):
+            remaining = []
+            for pull in pulls:
+                if pull.channel is channel:
+                    if pull.timer is not None and pull.timer.active():
+                        pull.timer.cancel()
+                else:
+                    remaining.append(pull)
+            if remaining:
+                self.table[key] = remaining
+            else:
+                del self.table[key]
+
+    def stop(self) -> None:
+        for pulls in self.table.values():
+            for pull in pulls:
+                if pull.timer is not None and pull.timer.active():
+                    pull.timer.cancel()
+        self.table.clear()
+
+    def parked(self) -> int:
+        return sum(len(p) for p in self.table.values())
+
+
+class PullProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        self.hold = PullRequestHoldService(self)
+
+    def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        return self.process_request(channel, request, allow_suspend=True)
+
+    def execute_when_wakeup(self, pull: PullRequest) -> None:
+        if not pull.channel.is_active:
+            return
+        answer = self.process_request(pull.channel, pull.request, allow_suspend=False)
+        if answer is not None:
+            pull.channel.send_response(pull.request, answer)
+
+    def process_request(
+        self, channel: Channel, request: RemotingCommand, *, allow_suspend: bool
+    ) -> RemotingCommand | None:
+        broker = self.broker
+        fields = ext(request)
+        for name in (
+            "consumerGroup",
+            "topic",
+            "queueId",
+            "queueOffset",
+            "maxMsgNums",
+            "sysFlag",
+            "commitOffset",
+        ):
+            if fields.get(name) is None:
+                raise MissingField(name)
+        group, topic = fields["consumerGroup"], fields["topic"]
+        queue_id, queue_offset = int(fields["queueId"]), int(fields["queueOffset"])
+        max_msg_nums, sys_flag = int(fields["maxMsgNums"]), int(fields["sysFlag"])
+        commit_offset = int(fields["commitOffset"])
+
+        if not is_readable(broker.config.broker_permission):
+            return response(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker.config.broker_ip1}] pulling message is forbidden",
+            )
+        group_config = broker.groups.find(group)
+        if group_config is None:
+            return response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{group}] does not exist, {suggest_todo()}",
+            )
+        if not group_config.get("consumeEnable", True):
+            return response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        has_suspend = bool(sys_flag & FLAG_SUSPEND)
+        has_commit = bool(sys_flag & FLAG_COMMIT_OFFSET)
+        has_subscription = bool(sys_flag & FLAG_SUBSCRIPTION)
+        suspend_millis = int(fields.get("suspendTimeoutMillis") or 0) if has_suspend else 0
+
+        topic_config = broker.topics.get(topic)
+        if topic_config is None:
+            return response(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please! {suggest_todo()}",
+            )
+        if not is_readable(topic_config["perm"]):
+            return response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+        if queue_id < 0 or queue_id >= topic_config["readQueueNums"]:
+            return response(
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                f"[{topic_config['readQueueNums']}] consumer:[{channel.remote_addr}]",
+            )
+
+        if has_subscription:
+            try:
+                subscription = build_subscription_data(
+                    topic, fields.get("subscription"), fields.get("expressionType") or "TAG"
+                )
+            except Exception:
+                return response(
+                    ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
+                )
+        else:
+            group_info = broker.consumers.groups.get(group)
+            if group_info is None:
+                return response(
+                    ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                    f"the consumer's group info not exist{suggest_todo()}",
+                )
+            if (
+                not group_config.get("consumeBroadcastEnable", True)
+                and group_info.message_model == "BROADCASTING"
+            ):
+                return response(
+                    ResponseCode.NO_PERMISSION,
+                    f"the consumer group[{group}] can not consume by broadcast way",
+                )
+            found = group_info.subscriptions.get(topic)
+            if found is None:
+                return response(
+                    ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                    f"the consumer's subscription not exist{suggest_todo()}",
+                )
+            if int(found.get("subVersion", 0)) < int(fields.get("subVersion") or 0):
+                return response(
+                    ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
+                )
+            subscription = found
+        expression_type = subscription.get("expressionType") or "TAG"
+        if expression_type != "TAG" and not broker.config.enable_property_filter:
+            return response(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {expression_type}",
+            )
+
+        result = broker.store.get_message(
+            group, topic, queue_id, queue_offset, max_msg_nums, TagMessageFilter(subscription)
+        )
+        status = result.status.name
+        header = {
+            "suggestWhichBrokerId": 0,
+            "nextBeginOffset": result.next_begin_offset,
+            "minOffset": result.min_offset,
+            "maxOffset": result.max_offset,
+        }
+        if status in ("NO_MATCHED_LOGIC_QUEUE", "NO_MESSAGE_IN_QUEUE"):
+            code = ResponseCode.PULL_OFFSET_MOVED if queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
+        else:
+            code = _STATUS_CODES.get(status, ResponseCode.SYSTEM_ERROR)
+
+        answer: RemotingCommand | None
+        if code == ResponseCode.SUCCESS:
+            body = b"".join(bytes(buf) for buf in result.message_buffers)
+            broker.stats.on_get(topic, len(result.message_buffers))
+            answer = response(code, status, header, body)
+        elif code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
+            timeout = (
+                suspend_millis
+                if broker.config.long_polling_enable
+                else broker.config.short_polling_time_mills
+            )
+            pull = PullRequest(
+                request=request,
+                channel=channel,
+                pull_from_offset=queue_offset,
+                deadline=broker.clock.seconds() + timeout / 1000.0,
+            )
+            self.hold.suspend(topic, queue_id, pull)
+            answer = None
+        else:
+            answer = response(code, status, header)
+
+        if allow_suspend and has_commit and broker.config.broker_role != "SLAVE":
+            broker.offsets.commit_offset(channel.remote_addr, group, topic, queue_id, commit_offset)
+        return answer

@@ -1,0 +1,127 @@
+"""Delay-level delivery (``ScheduleMessageService``) on reactor time.
+
+The store parks a message with ``DELAY=n`` in ``SCHEDULE_TOPIC_XXXX`` queue ``n-1``; this service
+re-puts each one to its ``REAL_TOPIC``/``REAL_QID`` once ``storeTimestamp + level delay`` has
+passed. As in 4.9.8 the re-put record keeps the parked properties string (``DELAY``, ``REAL_TOPIC``,
+``REAL_QID`` stay visible to consumers) while the in-memory map has no ``DELAY``, so it is not
+parked again. Offsets per level are what ``delayOffset.json`` holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet.task import LoopingCall
+from twisted.logger import Logger
+
+from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.message import decode_message_record
+from rmqtwin.fakes.broker.topics import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
+from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
+
+if TYPE_CHECKING:
+    from rmqtwin.fakes.broker.controller import BrokerController
+
+SCHEDULE_GROUP = "SCHEDULE_CONSUMER"
+TICK_SECONDS = 0.1
+
+log = Logger()
+
+
+class ScheduleMessageService:
+    def __init__(self, broker: BrokerController, on_change: Callable[[], None] | None = None) -> None:
+        self.broker = broker
+        self.levels_ms = [int(s * 1000) for s in broker.config.delay_levels_seconds()]
+        self.offset_table: dict[int, int] = {}
+        self.on_change = on_change or (lambda: None)
+        self._loop: LoopingCall | None = None
+
+    def start(self) -> None:
+        loop = LoopingCall(self.deliver_due)
+        loop.clock = self.broker.clock
+        loop.start(TICK_SECONDS, now=False)
+        self._loop = loop
+
+    def stop(self) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self._loop = None
+
+    def load(self, obj: dict[Any, Any]) -> None:
+        for level, offset in (obj.get("offsetTable") or {}).items():
+            self.offset_table[int(level)] = int(offset)
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {"offsetTable": dict(self.offset_table)}
+
+    def deliver_due(self) -> int:
+        """Re-put every parked message whose time has come; returns how many were delivered."""
+        delivered = 0
+        store = self.broker.store
+        now_ms = self.broker.now_ms()
+        for level in range(1, len(self.levels_ms) + 1):
+            queue_id = level - 1
+            offset = self.offset_table.get(level, 0)
+            max_offset = store.get_max_offset_in_queue(SCHEDULE_TOPIC, queue_id)
+            moved = False
+            while offset < max_offset:
+                result = store.get_message(SCHEDULE_GROUP, SCHEDULE_TOPIC, queue_id, offset, 32, None)
+                if result.status.name != "FOUND":
+                    if result.next_begin_offset > offset:
+                        offset, moved = result.next_begin_offset, True
+                        continue
+                    break
+                stop = False
+                for i, buffer in enumerate(result.message_buffers):
+                    queue_offset = result.message_queue_offsets[i] if result.message_queue_offsets else offset
+                    try:
+                        msg, _ = decode_message_record(buffer, 0, decompress=False)
+                    except CodecError:
+                        offset, moved = queue_offset + 1, True
+                        continue
+                    deliver_at = msg.store_timestamp + self.levels_ms[queue_id]
+                    if deliver_at > now_ms:
+                        stop = True
+                        break
+                    if self._deliver(msg):
+                        delivered += 1
+                    offset, moved = queue_offset + 1, True
+                if stop:
+                    break
+            if moved:
+                self.offset_table[level] = offset
+        if delivered:
+            self.on_change()
+        return delivered
+
+    def _deliver(self, msg: Any) -> bool:
+        props = dict(msg.properties)
+        real_topic = props.get("REAL_TOPIC")
+        if real_topic is None or real_topic == TRANS_HALF_TOPIC:
+            return False
+        stored_props = properties_to_string(props)
+        props.pop("DELAY", None)
+        props["WAIT"] = "false"
+        inner = MessageExtBrokerInner(
+            topic=real_topic,
+            body=msg.body,
+            queue_id=int(props.get("REAL_QID", "0")),
+            flag=msg.flag,
+            properties=props,
+            properties_string=stored_props,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=msg.born_host,
+            store_host=msg.store_host,
+            reconsume_times=msg.reconsume_times,
+        )
+        result = self.broker.store.put_message(inner)
+        if result.status.name != "PUT_OK":
+            log.warn(
+                "schedule re-put of {topic} failed: {status}", topic=real_topic, status=result.status.name
+            )
+            return False
+        self.broker.stats.on_put(real_topic, 1)
+        self.broker.notify_message_arriving(real_topic, inner.queue_id)
+        return True

@@ -1,0 +1,416 @@
+"""SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK.
+
+Follows ``SendMessageProcessor`` and ``AbstractSendMessageProcessor.msgCheck`` of 4.9.8: the same
+checks in the same order with the same codes and remarks, topic auto-creation through the
+request's default topic (TBW102), retry/DLQ redirection, ``CLUSTER`` added and ``WAIT`` left out
+of the stored properties.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet.defer import Deferred, succeed
+
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.message import decode_batch, merge_batch_properties
+from rmqtwin.fakes.broker.topics import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    NOT_ALLOWED_SEND_TOPICS,
+    PERM_READ,
+    PERM_WRITE,
+    RETRY_GROUP_TOPIC_PREFIX,
+    TOPIC_MAX_LENGTH,
+    is_writeable,
+    validate_topic,
+)
+from rmqtwin.fakes.dispatch import Channel, MissingField, ext, response, suggest_todo
+from rmqtwin.store_mirror.record import (
+    MULTI_TAGS_FLAG,
+    MessageExtBrokerInner,
+    properties_to_string,
+    string_to_properties,
+)
+
+if TYPE_CHECKING:
+    from rmqtwin.codec.command import RemotingCommand
+    from rmqtwin.fakes.broker.controller import BrokerController
+
+V3_4_9 = 121
+DLQ_NUMS_PER_GROUP = 1
+
+# SendMessageRequestHeaderV2's one-letter names.
+V2_NAMES = {
+    "a": "producerGroup",
+    "b": "topic",
+    "c": "defaultTopic",
+    "d": "defaultTopicQueueNums",
+    "e": "queueId",
+    "f": "sysFlag",
+    "g": "bornTimestamp",
+    "h": "flag",
+    "i": "properties",
+    "j": "reconsumeTimes",
+    "k": "unitMode",
+    "l": "maxReconsumeTimes",
+    "m": "batch",
+    "n": "brokerName",
+}
+_REQUIRED = (
+    "producerGroup",
+    "topic",
+    "defaultTopic",
+    "defaultTopicQueueNums",
+    "queueId",
+    "sysFlag",
+    "bornTimestamp",
+    "flag",
+)
+
+
+def send_header(request: RemotingCommand) -> dict[str, str]:
+    """The V1 header of any send request (V2 letters mapped to their V1 names)."""
+    fields = ext(request)
+    if request.code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+        header = {V2_NAMES.get(k, k): v for k, v in fields.items()}
+    else:
+        header = dict(fields)
+    for name in _REQUIRED:
+        if header.get(name) is None:
+            raise MissingField(name)
+    return header
+
+
+def _opt_int(header: dict[str, str], name: str) -> int | None:
+    value = header.get(name)
+    return None if value is None or value == "" else int(value)
+
+
+class SendProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def _send_response_ext(self) -> dict[str, Any]:
+        return {"MSG_REGION": self.broker.config.region_id, "TRACE_ON": self.broker.config.trace_on}
+
+    def _forbidden(self, what: str = "sending message") -> RemotingCommand:
+        return response(
+            ResponseCode.NO_PERMISSION,
+            f"the broker[{self.broker.config.broker_ip1}] {what} is forbidden",
+            self._send_response_ext(),
+        )
+
+    # -- checks ---------------------------------------------------------------------------------
+    def msg_check(
+        self, channel: Channel, header: dict[str, str]
+    ) -> tuple[dict[str, Any] | None, RemotingCommand | None]:
+        """``msgCheck``: the topic config to send to, or the failure response."""
+        broker = self.broker
+        topic = header["topic"]
+        ext_fields = self._send_response_ext()
+        if not is_writeable(broker.config.broker_permission) and broker.topics.is_order_topic(topic):
+            return None, self._forbidden()
+        problem = validate_topic(topic)
+        if problem is not None:
+            return None, response(ResponseCode.SYSTEM_ERROR, problem, ext_fields)
+        if topic in NOT_ALLOWED_SEND_TOPICS:
+            return None, response(
+                ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.", ext_fields
+            )
+        config = broker.topics.get(topic)
+        if config is None:
+            unit = header.get("unitMode", "false") == "true"
+            sys_flag = (2 if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else 1) if unit else 0
+            config = broker.topics.create_in_send_message_method(
+                topic, header["defaultTopic"], int(header["defaultTopicQueueNums"]), sys_flag
+            )
+            if config is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                config = broker.topics.create_in_send_back_method(topic, 1, PERM_WRITE | PERM_READ, sys_flag)
+            if config is None:
+                return None, response(
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    f"topic[{topic}] not exist, apply first please!{suggest_todo()}",
+                    ext_fields,
+                )
+        queue_id = int(header["queueId"])
+        valid = max(config["writeQueueNums"], config["readQueueNums"])
+        if queue_id >= valid:
+            return None, response(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{queue_id}] is illegal, {topic_config_str(config)} "
+                f"Producer: {channel.remote_addr}",
+                ext_fields,
+            )
+        return config, None
+
+    # -- SEND_MESSAGE / V2 / BATCH ----------------------------------------------------------------
+    def process_send(self, channel: Channel, request: RemotingCommand) -> Any:
+        header = send_header(request)
+        if header.get("batch") == "true" or request.code == RequestCode.SEND_BATCH_MESSAGE:
+            return self.send_batch(channel, request, header)
+        return self.send_message(channel, request, header)
+
+    def send_message(self, channel: Channel, request: RemotingCommand, header: dict[str, str]) -> Any:
+        broker = self.broker
+        config, failure = self.msg_check(channel, header)
+        if failure is not None or config is None:
+            return failure
+        topic = header["topic"]
+        queue_id = int(header["queueId"])
+        if queue_id < 0:
+            queue_id = random.randrange(99_999_999) % max(1, config["writeQueueNums"])
+        reconsume_times = _opt_int(header, "reconsumeTimes") or 0
+        delay_to_zero = False
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+            group_config = broker.groups.find(group)
+            if group_config is None:
+                return response(
+                    ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                    f"subscription group not exist, {group} {suggest_todo()}",
+                    self._send_response_ext(),
+                )
+            max_reconsume = int(group_config["retryMaxTimes"])
+            header_max = _opt_int(header, "maxReconsumeTimes")
+            if request.version >= V3_4_9 and header_max is not None:
+                max_reconsume = header_max
+            if reconsume_times >= max_reconsume:
+                topic = DLQ_GROUP_TOPIC_PREFIX + group
+                queue_id = random.randrange(99_999_999) % DLQ_NUMS_PER_GROUP
+                config = broker.topics.create_in_send_back_method(
+                    topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ
+                )
+                delay_to_zero = True
+        sys_flag = int(header["sysFlag"])
+        if config.get("topicFilterType") == "MULTI_TAG":
+            sys_flag |= MULTI_TAGS_FLAG
+        props = string_to_properties(header.get("properties") or "")
+        if delay_to_zero:
+            # 4.9.8 sets DELAY=0 before the request's properties replace the map: a client DELAY survives.
+            props.setdefault("DELAY", "0")
+        props["CLUSTER"] = broker.config.broker_cluster_name
+        wait = props.pop("WAIT", None)
+        msg = MessageExtBrokerInner(
+            topic=topic,
+            body=request.body or b"",
+            queue_id=queue_id,
+            flag=int(header["flag"]),
+            properties=props,
+            properties_string=properties_to_string(props),
+            sys_flag=sys_flag,
+            born_timestamp=int(header["bornTimestamp"]),
+            born_host=_host_tuple(channel.remote_addr),
+            store_host=broker.store_host,
+            reconsume_times=reconsume_times,
+        )
+        if props.get("TRAN_MSG", "false").lower() == "true":
+            if broker.config.reject_transaction_message:
+                return self._forbidden("sending transaction message")
+            broker.transactions.parse_half_message(msg)
+        if wait is not None:
+            props["WAIT"] = wait
+        result = broker.store.put_message(msg)
+        return self._handle_put_result(result, msg, queue_id, wait_store=wait != "false")
+
+    def send_batch(self, channel: Channel, request: RemotingCommand, header: dict[str, str]) -> Any:
+        broker = self.broker
+        topic = header["topic"]
+        config, failure = self.msg_check(channel, header)
+        if failure is not None or config is None:
+            return failure
+        queue_id = int(header["queueId"])
+        if queue_id < 0:
+            queue_id = random.randrange(99_999_999) % max(1, config["writeQueueNums"])
+        if len(topic) > TOPIC_MAX_LENGTH:
+            return response(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"message topic length too long {len(topic)}",
+                self._send_response_ext(),
+            )
+        sys_flag = int(header["sysFlag"])
+        if config.get("topicFilterType") == "MULTI_TAG":
+            sys_flag |= MULTI_TAGS_FLAG
+        props = string_to_properties(header.get("properties") or "")
+        props["CLUSTER"] = broker.config.broker_cluster_name
+        batch_props = properties_to_string(props)
+        try:
+            items = decode_batch(request.body or b"")
+        except CodecError:
+            return self._failed_put("MESSAGE_ILLEGAL")
+        born_host = _host_tuple(channel.remote_addr)
+        born_timestamp = int(header["bornTimestamp"])
+        reconsume_times = _opt_int(header, "reconsumeTimes") or 0
+        batch = []
+        for item in items:
+            merged = merge_batch_properties(item.properties_string, batch_props)
+            batch.append(
+                MessageExtBrokerInner(
+                    topic=topic,
+                    body=item.body,
+                    queue_id=queue_id,
+                    flag=item.flag,
+                    properties=string_to_properties(merged),
+                    properties_string=merged,
+                    sys_flag=sys_flag,
+                    born_timestamp=born_timestamp,
+                    born_host=born_host,
+                    store_host=broker.store_host,
+                    reconsume_times=reconsume_times,
+                )
+            )
+        if not batch:
+            return self._failed_put("MESSAGE_ILLEGAL")
+        result = broker.store.put_messages(batch)
+        return self._handle_put_result(result, batch[0], queue_id, wait_store=props.get("WAIT") != "false")
+
+    def _handle_put_result(self, result: Any, msg: Any, queue_id: int, *, wait_store: bool) -> Any:
+        broker = self.broker
+        status = result.status.name
+        if status != "PUT_OK" or result.append is None:
+            return self._failed_put(status)
+        append = result.append
+        topic = msg.topic
+        broker.stats.on_put(topic, int(getattr(append, "msg_num", 1) or 1))
+        broker.notify_message_arriving(topic, msg.queue_id)
+        ext_fields = self._send_response_ext()
+        ext_fields.update(msgId=append.msg_id, queueId=queue_id, queueOffset=append.logics_offset)
+        if not wait_store:
+            return response(ext_fields=ext_fields)
+        flushed: Deferred[Any] = broker.store.wait_for_flush(result) if broker.sync_flush else succeed(None)
+
+        def answer(flush_status: Any) -> RemotingCommand:
+            code = ResponseCode.SUCCESS
+            name = getattr(flush_status, "name", "PUT_OK")
+            if name in ("FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"):
+                code = ResponseCode[name]
+            return response(code, ext_fields=ext_fields)
+
+        return flushed.addCallback(answer)
+
+    def _failed_put(self, status: str) -> RemotingCommand:
+        ext_fields = self._send_response_ext()
+        if status == "CREATE_MAPEDFILE_FAILED":
+            return response(
+                ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken.", ext_fields
+            )
+        if status in ("MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED"):
+            return response(
+                ResponseCode.MESSAGE_ILLEGAL,
+                "the message is illegal, maybe msg body or properties length not matched. "
+                f"msg body length limit {self.broker.config.max_message_size}B, "
+                "msg properties length limit 32KB.",
+                ext_fields,
+            )
+        if status == "SERVICE_NOT_AVAILABLE":
+            return response(
+                ResponseCode.SERVICE_NOT_AVAILABLE,
+                "service not available now. It may be caused by one of the following reasons: "
+                "the broker's disk is full [0.0], messages are put to the slave, "
+                "message store has been shut down, etc.",
+                ext_fields,
+            )
+        if status == "OS_PAGECACHE_BUSY":
+            return response(
+                ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+            )
+        if status == "UNKNOWN_ERROR":
+            return response(ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR", ext_fields)
+        return response(ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT", ext_fields)
+
+    # -- CONSUMER_SEND_MSG_BACK ---------------------------------------------------------------
+    def consumer_send_msg_back(self, channel: Channel, request: RemotingCommand) -> Any:
+        broker = self.broker
+        fields = ext(request)
+        group = fields.get("group")
+        if group is None or fields.get("offset") is None or fields.get("delayLevel") is None:
+            raise MissingField(
+                "group" if group is None else "offset" if fields.get("offset") is None else "delayLevel"
+            )
+        group_config = broker.groups.find(group)
+        if group_config is None:
+            return response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group not exist, {group} {suggest_todo()}",
+            )
+        if not is_writeable(broker.config.broker_permission):
+            return response(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
+            )
+        retry_queue_nums = int(group_config["retryQueueNums"])
+        if retry_queue_nums <= 0:
+            return response()
+        new_topic = RETRY_GROUP_TOPIC_PREFIX + group
+        queue_id = random.randrange(99_999_999) % retry_queue_nums
+        unit = fields.get("unitMode", "false") == "true"
+        config = broker.topics.create_in_send_back_method(
+            new_topic, retry_queue_nums, PERM_WRITE | PERM_READ, 2 if unit else 0
+        )
+        if not is_writeable(config["perm"]):
+            return response(
+                ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden"
+            )
+        offset = int(fields["offset"])
+        msg_ext = broker.store.look_message_by_offset(offset)
+        if msg_ext is None:
+            return response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}")
+        props = dict(msg_ext.properties)
+        props.setdefault("RETRY_TOPIC", msg_ext.topic)
+        props["WAIT"] = "false"
+        delay_level = int(fields["delayLevel"])
+        max_reconsume = int(group_config["retryMaxTimes"])
+        if request.version >= V3_4_9 and fields.get("maxReconsumeTimes") not in (None, ""):
+            max_reconsume = int(fields["maxReconsumeTimes"])
+        if msg_ext.reconsume_times >= max_reconsume or delay_level < 0:
+            new_topic = DLQ_GROUP_TOPIC_PREFIX + group
+            queue_id = random.randrange(99_999_999) % DLQ_NUMS_PER_GROUP
+            broker.topics.create_in_send_back_method(new_topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ)
+            props["DELAY"] = "0"
+        else:
+            if delay_level == 0:
+                delay_level = 3 + msg_ext.reconsume_times
+            props["DELAY"] = str(delay_level)
+        if not props.get("ORIGIN_MESSAGE_ID"):
+            props["ORIGIN_MESSAGE_ID"] = msg_ext.offset_msg_id
+        msg = MessageExtBrokerInner(
+            topic=new_topic,
+            body=msg_ext.body,
+            queue_id=queue_id,
+            flag=msg_ext.flag,
+            properties=props,
+            properties_string=properties_to_string(props),
+            sys_flag=msg_ext.sys_flag,
+            born_timestamp=msg_ext.born_timestamp,
+            born_host=_host_tuple(msg_ext.born_host),
+            store_host=_host_tuple(msg_ext.store_host),
+            reconsume_times=msg_ext.reconsume_times + 1,
+        )
+        result = broker.store.put_message(msg)
+        if result.status.name == "PUT_OK":
+            broker.notify_message_arriving(msg.topic, msg.queue_id)
+            return response()
+        return response(ResponseCode.SYSTEM_ERROR, result.status.name)
+
+
+def topic_config_str(config: dict[str, Any]) -> str:
+    """Java ``TopicConfig.toString`` (quoted in the queueId-illegal remark)."""
+    return (
+        f"TopicConfig [topicName={config['topicName']}, readQueueNums={config['readQueueNums']}, "
+        f"writeQueueNums={config['writeQueueNums']}, perm={perm_to_string(config['perm'])}, "
+        f"topicFilterType={config.get('topicFilterType', 'SINGLE_TAG')}, "
+        f"topicSysFlag={config.get('topicSysFlag', 0)}, "
+        f"order={str(config.get('order', False)).lower()}]"
+    )
+
+
+def perm_to_string(perm: int) -> str:
+    return ("R" if perm & 4 else "-") + ("W" if perm & 2 else "-") + ("X" if perm & 1 else "-")
+
+
+def _host_tuple(addr: Any) -> tuple[str, int]:
+    if isinstance(addr, tuple):
+        return (str(addr[0]), int(addr[1]))
+    host, _, port = str(addr).rpartition(":")
+    return (host.strip("[]") or "127.0.0.1", int(port or 0))

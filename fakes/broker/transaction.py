@@ -1,0 +1,110 @@
+"""Half messages and END_TRANSACTION (``TransactionalMessageBridge`` + ``EndTransactionProcessor``).
+
+A ``TRAN_MSG=true`` send is stored in ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0 with ``REAL_TOPIC``/
+``REAL_QID``; COMMIT re-puts it to the real topic (transaction bits = COMMIT, prepared offset =
+the half record) and both COMMIT and ROLLBACK write the ``d`` op record. The periodic
+CHECK_TRANSACTION_STATE back-check is not modelled.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
+from rmqtwin.fakes.dispatch import Channel, ext, field, int_field, response
+from rmqtwin.store_mirror.record import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    TRANSACTION_TYPE_MASK,
+    MessageExtBrokerInner,
+    properties_to_string,
+)
+
+if TYPE_CHECKING:
+    from rmqtwin.codec.command import RemotingCommand
+    from rmqtwin.fakes.broker.controller import BrokerController
+
+
+class TransactionService:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def parse_half_message(self, msg: MessageExtBrokerInner) -> None:
+        """Turn a prepared message into the half record (``parseHalfMessageInner``)."""
+        props = dict(msg.properties)
+        props["REAL_TOPIC"] = msg.topic
+        props["REAL_QID"] = str(msg.queue_id)
+        msg.sys_flag &= ~TRANSACTION_TYPE_MASK
+        msg.topic = TRANS_HALF_TOPIC
+        msg.queue_id = 0
+        msg.properties = props
+        msg.properties_string = properties_to_string(props)
+        self.broker.topics.create_in_send_back_method(TRANS_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
+
+    def end_transaction(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        fields = ext(request)
+        kind = int_field(request, "commitOrRollback")
+        if kind not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
+            return None
+        commit_log_offset = int_field(request, "commitLogOffset")
+        half = self.broker.store.look_message_by_offset(commit_log_offset)
+        if half is None:
+            return response(ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed")
+        props = dict(half.properties)
+        if props.get("PGROUP") != field(request, "producerGroup"):
+            return response(ResponseCode.SYSTEM_ERROR, "The producer group wrong")
+        if half.queue_offset != int_field(request, "tranStateTableOffset"):
+            return response(ResponseCode.SYSTEM_ERROR, "The transaction state table offset wrong")
+        if half.commitlog_offset != commit_log_offset:
+            return response(ResponseCode.SYSTEM_ERROR, "The commit log offset wrong")
+        answer = response()
+        if kind == TRANSACTION_COMMIT_TYPE:
+            stored = properties_to_string(props)
+            props["WAIT"] = "false"
+            props.pop("TRAN_MSG", None)
+            real_topic = props.get("REAL_TOPIC", "")
+            inner = MessageExtBrokerInner(
+                topic=real_topic,
+                body=half.body,
+                queue_id=int(props.get("REAL_QID", "0")),
+                flag=half.flag,
+                properties=props,
+                properties_string=stored,
+                sys_flag=(half.sys_flag & ~TRANSACTION_TYPE_MASK) | TRANSACTION_COMMIT_TYPE,
+                born_timestamp=half.born_timestamp,
+                born_host=half.born_host,
+                store_host=half.store_host,
+                reconsume_times=half.reconsume_times,
+                prepared_transaction_offset=commit_log_offset,
+            )
+            result = self.broker.store.put_message(inner)
+            if result.status.name not in (
+                "PUT_OK",
+                "FLUSH_DISK_TIMEOUT",
+                "FLUSH_SLAVE_TIMEOUT",
+                "SLAVE_NOT_AVAILABLE",
+            ):
+                return response(ResponseCode.SYSTEM_ERROR, result.status.name)
+            self.broker.notify_message_arriving(real_topic, inner.queue_id)
+        self._put_op(half.queue_offset)
+        del fields
+        return answer
+
+    def _put_op(self, half_queue_offset: int) -> Any:
+        broker = self.broker
+        broker.topics.create_in_send_back_method(TRANS_OP_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
+        props = {"TAGS": "d", "WAIT": "false"}
+        op = MessageExtBrokerInner(
+            topic=TRANS_OP_HALF_TOPIC,
+            body=str(half_queue_offset).encode(),
+            queue_id=0,
+            properties=props,
+            properties_string=properties_to_string(props),
+            sys_flag=TRANSACTION_NOT_TYPE,
+            born_timestamp=broker.now_ms(),
+            born_host=broker.store_host,
+            store_host=broker.store_host,
+        )
+        return broker.store.put_message(op)

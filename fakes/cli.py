@@ -1,0 +1,97 @@
+"""``rmqtwin serve``: a name server and a broker that unchanged RocketMQ clients use."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="run a RocketMQ-compatible name server and broker",
+        description="A name server and a broker in one process; Java clients and mqadmin use them unchanged.",
+    )
+    parser.add_argument("--host", default="0.0.0.0", help="interface to bind (default: all)")
+    parser.add_argument("--namesrv-port", type=int, default=9876, help="name server port (0 = any free port)")
+    parser.add_argument(
+        "--broker-port",
+        type=int,
+        default=10911,
+        help="broker port; port-2 is its VIP channel (0 = any free pair)",
+    )
+    parser.add_argument(
+        "--store", default="./rmqtwin-store", help="store directory (default ./rmqtwin-store)"
+    )
+    parser.add_argument(
+        "--advertise", default=None, help="address the broker registers (default: the bound host)"
+    )
+    parser.add_argument("--config", default=None, help="RocketMQ broker.conf (Java properties)")
+    parser.add_argument("--role", choices=("both", "namesrv", "broker"), default="both")
+    parser.add_argument("--namesrv-addr", default=None, help="name server(s) the broker registers with (a;b)")
+    parser.add_argument(
+        "--broker-name", default=None, help="brokerName (default: broker.conf, else the host name)"
+    )
+    parser.set_defaults(handler=serve)
+
+
+def serve(args: argparse.Namespace) -> int:
+    import sys
+
+    from twisted.internet import reactor
+    from twisted.logger import (
+        FilteringLogObserver,
+        Logger,
+        LogLevel,
+        LogLevelFilterPredicate,
+        globalLogBeginner,
+        textFileLogObserver,
+    )
+
+    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.fakes.service import ServeOptions, TwinServer
+
+    observer = FilteringLogObserver(
+        textFileLogObserver(sys.stderr), [LogLevelFilterPredicate(defaultLogLevel=LogLevel.warn)]
+    )
+    globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)
+    log = Logger("rmqtwin.serve")
+
+    config = BrokerConfig.load(args.config) if args.config else BrokerConfig()
+    if args.broker_name:
+        config.broker_name = args.broker_name
+    options = ServeOptions(
+        host=args.host,
+        namesrv_port=args.namesrv_port,
+        broker_port=args.broker_port,
+        store=args.store,
+        advertise=args.advertise,
+        role=args.role,
+        namesrv_addr=args.namesrv_addr,
+        config=config,
+    )
+    server = TwinServer(options, reactor)
+    status = {"code": 0}
+
+    def started(_: object) -> None:
+        print(server.ready_line(), flush=True)
+
+    def failed(failure: Any) -> None:
+        log.failure("rmqtwin serve failed to start", failure)
+        status["code"] = 1
+        reactor.stop()
+
+    def begin() -> None:
+        try:
+            d = server.start()
+        except Exception:
+            from twisted.python.failure import Failure
+
+            failed(Failure())
+            return
+        d.addCallbacks(started, failed)
+
+    reactor.callWhenRunning(begin)
+    reactor.addSystemEventTrigger("before", "shutdown", server.stop)
+    reactor.run()
+    return status["code"]

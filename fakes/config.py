@@ -1,0 +1,148 @@
+"""Broker and name-server settings, read from a RocketMQ-style ``broker.conf``.
+
+The fake takes the same properties file a real broker takes (``-c broker.conf``), so one file can
+configure both when a test runs the same scenario against rmqtwin and Apache RocketMQ. Keys keep
+RocketMQ's camelCase names; attributes are their snake_case spelling. Keys the fake does not model
+are kept verbatim in ``extra`` so ``getBrokerConfig`` still shows them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+_UNIT_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+@dataclass
+class BrokerConfig:
+    """The broker settings the fake honours (``BrokerConfig`` + ``MessageStoreConfig`` subset)."""
+
+    broker_name: str = field(default_factory=lambda: socket.gethostname().split(".")[0] or "broker-a")
+    broker_cluster_name: str = "DefaultCluster"
+    broker_id: int = 0
+    broker_ip1: str = ""
+    listen_port: int = 10911
+    namesrv_addr: str = ""
+    broker_permission: int = 6
+    default_topic_queue_nums: int = 8
+    auto_create_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    trace_topic_enable: bool = False
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    notify_consumer_ids_changed_enable: bool = True
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+    enable_property_filter: bool = False
+    reject_transaction_message: bool = False
+    register_name_server_period: int = 30_000
+    register_broker_timeout_mills: int = 6000
+    flush_consumer_offset_interval: int = 5000
+    transaction_timeout: int = 6000
+    transaction_check_max: int = 15
+    transaction_check_interval: int = 60_000
+    store_path_root_dir: str = ""
+    flush_disk_type: str = "ASYNC_FLUSH"
+    broker_role: str = "ASYNC_MASTER"
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
+    mapped_file_size_consume_queue: int = 300_000 * 20
+    max_message_size: int = 4 * 1024 * 1024
+    message_delay_level: str = DEFAULT_DELAY_LEVELS
+    default_query_max_num: int = 32
+    file_reserved_time: int = 72
+    extra: dict[str, str] = field(default_factory=dict)
+
+    # ``brokerIP1`` does not survive the generic camel/snake round trip.
+    _ALIASES = {"brokerIP1": "broker_ip1", "transactionTimeOut": "transaction_timeout"}
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
+        """Build from broker.conf properties; unknown keys go to ``extra``."""
+        config = cls()
+        config.update(props)
+        return config
+
+    @classmethod
+    def load(cls, path: str | Path) -> BrokerConfig:
+        import javaproperties
+
+        with open(path, encoding="utf-8") as fh:
+            return cls.from_properties(javaproperties.load(fh))
+
+    def update(self, props: Mapping[str, str]) -> list[str]:
+        """Apply properties (UPDATE_BROKER_CONFIG / broker.conf); returns the keys it changed."""
+        known = {f.name: f for f in dataclasses.fields(self) if f.name != "extra"}
+        changed = []
+        for key, raw in props.items():
+            attr = self._ALIASES.get(key, _snake(key))
+            spec = known.get(attr)
+            if spec is None:
+                self.extra[key] = raw
+                changed.append(key)
+                continue
+            setattr(self, attr, _coerce(raw.strip(), type(getattr(self, attr))))
+            changed.append(key)
+        return changed
+
+    def to_properties(self) -> dict[str, str]:
+        """All settings under their RocketMQ names, as GET_BROKER_CONFIG reports them."""
+        inverse = {v: k for k, v in self._ALIASES.items()}
+        out: dict[str, str] = {}
+        for f in dataclasses.fields(self):
+            if f.name == "extra":
+                continue
+            value = getattr(self, f.name)
+            key = inverse.get(f.name, _camel(f.name))
+            out[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        out.update(self.extra)
+        return out
+
+    @property
+    def broker_addr(self) -> str:
+        return f"{self.broker_ip1}:{self.listen_port}"
+
+    @property
+    def ha_server_addr(self) -> str:
+        return f"{self.broker_ip1}:{self.listen_port + 1}"
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    def delay_levels_seconds(self) -> list[float]:
+        """``messageDelayLevel`` parsed: index 0 is level 1."""
+        return parse_delay_levels(self.message_delay_level)
+
+
+def parse_delay_levels(text: str) -> list[float]:
+    levels = []
+    for token in text.split():
+        unit = token[-1]
+        levels.append(float(token[:-1]) * _UNIT_SECONDS[unit])
+    return levels
+
+
+def _coerce(raw: str, kind: type[Any]) -> Any:
+    if kind is bool:
+        return raw.lower() == "true"
+    if kind is int:
+        return int(raw)
+    return raw

@@ -1,0 +1,181 @@
+"""Request-code dispatch shared by the name server and the broker.
+
+Each server owns one :class:`Dispatcher`: a table from request code to handler. A handler gets the
+:class:`Channel` the request came in on and the request, and returns the response, ``None`` (no
+answer now: oneway, or parked like a long-polling pull that answers later through
+``channel.send_response``), or a Deferred of either. Unknown codes and handler exceptions are
+answered the way Apache RocketMQ's ``NettyRemotingAbstract`` answers them.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+
+import orjson
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from rmqtwin.codec.codes import ResponseCode
+
+if TYPE_CHECKING:
+    from rmqtwin.codec.command import RemotingCommand
+
+HandlerResult: TypeAlias = "RemotingCommand | Deferred[RemotingCommand | None] | None"
+
+
+class Channel(Protocol):
+    """What a handler may do with the connection a request arrived on."""
+
+    @property
+    def remote_addr(self) -> str: ...
+
+    @property
+    def local_addr(self) -> str: ...
+
+    @property
+    def is_active(self) -> bool: ...
+
+    def send_response(self, request: RemotingCommand, response: RemotingCommand) -> None: ...
+
+    def send_oneway(self, request: RemotingCommand) -> None: ...
+
+    def invoke(self, request: RemotingCommand, timeout: float) -> Deferred[RemotingCommand]: ...
+
+    def close(self) -> None: ...
+
+
+class RequestHandler(Protocol):
+    """Anything that answers requests: a :class:`Dispatcher`, or a proxy to one."""
+
+    def dispatch(self, channel: Channel, request: RemotingCommand) -> Any: ...
+
+
+Handler: TypeAlias = Callable[["Channel", "RemotingCommand"], Any]
+
+log = Logger(namespace="rmqtwin.fakes")
+
+
+def response(
+    code: int = ResponseCode.SUCCESS,
+    remark: str | None = None,
+    ext_fields: Mapping[str, Any] | None = None,
+    body: bytes | None = None,
+) -> RemotingCommand:
+    """A response command; the transport fills opaque, flag and serialize type from the request.
+
+    ``ext_fields`` values are stringified the way ``makeCustomHeaderToNet`` does (booleans as
+    ``true``/``false``, None dropped).
+    """
+    from rmqtwin.codec.command import RemotingCommand
+
+    ext = None if ext_fields is None else {k: _ext_str(v) for k, v in ext_fields.items() if v is not None}
+    return RemotingCommand(code=int(code), remark=remark, ext_fields=ext, body=body, flag=1)
+
+
+def request_command(
+    code: int, ext_fields: Mapping[str, Any] | None = None, body: bytes | None = None, *, oneway: bool = False
+) -> RemotingCommand:
+    """A request the server sends itself (broker → client, broker → name server)."""
+    from rmqtwin.codec.command import RemotingCommand
+
+    ext = None if ext_fields is None else {k: _ext_str(v) for k, v in ext_fields.items() if v is not None}
+    return RemotingCommand(code=int(code), ext_fields=ext, body=body, flag=2 if oneway else 0)
+
+
+FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
+
+
+def suggest_todo(url: str = FAQ_URL) -> str:
+    """``FAQUrl.suggestTodo``: the hint the Java servers append to some remarks."""
+    return f"\nSee {url} for further details."
+
+
+def _ext_str(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def json_body(obj: Any) -> bytes:
+    """A JSON body in fastjson's default key order (bean fields sorted)."""
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+
+
+def ext(request: RemotingCommand) -> dict[str, str]:
+    return request.ext_fields or {}
+
+
+class MissingField(Exception):  # noqa: N818 (mirrors RemotingCommandException's role)
+    """A required (``@CFNotNull``) header field is absent: Java fails the request the same way."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"the custom field <{name}> is null")
+        self.name = name
+
+
+def field(request: RemotingCommand, name: str) -> str:
+    value = ext(request).get(name)
+    if value is None:
+        raise MissingField(name)
+    return value
+
+
+def int_field(request: RemotingCommand, name: str, default: int | None = None) -> int:
+    value = ext(request).get(name)
+    if value is None or value == "":
+        if default is None:
+            raise MissingField(name)
+        return default
+    return int(value)
+
+
+def bool_field(request: RemotingCommand, name: str, default: bool = False) -> bool:
+    value = ext(request).get(name)
+    if value is None:
+        return default
+    return value.lower() == "true"
+
+
+class Dispatcher:
+    """One server's table from request code to handler."""
+
+    def __init__(self, name: str, *, unknown_code_answer: bool = True) -> None:
+        self.name = name
+        self.table: dict[int, Handler] = {}
+        self.unknown_code_answer = unknown_code_answer
+
+    def register(self, code: int, handler: Handler) -> None:
+        self.table[int(code)] = handler
+
+    def dispatch(self, channel: Channel, request: RemotingCommand) -> HandlerResult:
+        handler = self.table.get(request.code)
+        if handler is None:
+            if not self.unknown_code_answer:
+                return None
+            return response(
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
+            )
+        try:
+            result = handler(channel, request)
+        except Exception as exc:
+            return self._system_error(request, exc)
+        if isinstance(result, Deferred):
+
+            def failed(failure: Failure) -> RemotingCommand:
+                return self._system_error(request, failure.value or Exception(str(failure)))
+
+            result.addErrback(failed)
+        return result
+
+    def _system_error(self, request: RemotingCommand, exc: BaseException) -> RemotingCommand:
+        if isinstance(exc, MissingField):
+            remark = f"org.apache.rocketmq.remoting.exception.RemotingCommandException: {exc}"
+        else:
+            log.failure("{server} handler for code {code} failed", server=self.name, code=request.code)
+            frame = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+            where = f"\n{frame[0].filename}:{frame[0].lineno}" if frame else ""
+            remark = f"{type(exc).__name__}: {exc}{where}"
+        return response(ResponseCode.SYSTEM_ERROR, remark)

@@ -1,0 +1,295 @@
+"""The name server's request handlers (Java ``DefaultRequestProcessor`` + ``ClientRequestProcessor``).
+
+Unknown codes get REQUEST_CODE_NOT_SUPPORTED, as the 5.x name server answers (4.9 stays silent).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.fakes.dispatch import (
+    Channel,
+    Dispatcher,
+    bool_field,
+    ext,
+    field,
+    int_field,
+    json_body,
+    response,
+    suggest_todo,
+)
+from rmqtwin.fakes.namesrv.routeinfo import RouteInfoManager
+
+if TYPE_CHECKING:
+    from rmqtwin.codec.command import RemotingCommand
+
+NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+V4_9_4 = 401
+V3_0_11 = 37
+
+
+class KVConfigManager:
+    """namespace → key → value (``kvConfig.json`` in the real name server)."""
+
+    def __init__(self) -> None:
+        self.config_table: dict[str, dict[str, str]] = {}
+
+    def put(self, namespace: str, key: str, value: str) -> None:
+        self.config_table.setdefault(namespace, {})[key] = value
+
+    def get(self, namespace: str, key: str) -> str | None:
+        return self.config_table.get(namespace, {}).get(key)
+
+    def delete(self, namespace: str, key: str) -> None:
+        table = self.config_table.get(namespace)
+        if table is not None:
+            table.pop(key, None)
+
+    def namespace(self, namespace: str) -> dict[str, str] | None:
+        table = self.config_table.get(namespace)
+        return dict(table) if table else None
+
+
+class NamesrvProcessor:
+    """Builds the name server's dispatch table over a route manager and a KV store."""
+
+    def __init__(
+        self,
+        routes: RouteInfoManager,
+        clock: Callable[[], float],
+        *,
+        order_message_enable: bool = False,
+        config: dict[str, str] | None = None,
+    ) -> None:
+        self.routes = routes
+        self.kv = KVConfigManager()
+        self.clock = clock
+        self.order_message_enable = order_message_enable
+        self.config = config if config is not None else {"orderMessageEnable": "false"}
+        self.dispatcher = Dispatcher("namesrv")
+        table: dict[int, Callable[[Channel, RemotingCommand], RemotingCommand | None]] = {
+            RequestCode.PUT_KV_CONFIG: self.put_kv_config,
+            RequestCode.GET_KV_CONFIG: self.get_kv_config,
+            RequestCode.DELETE_KV_CONFIG: self.delete_kv_config,
+            RequestCode.GET_KVLIST_BY_NAMESPACE: self.get_kv_list_by_namespace,
+            RequestCode.REGISTER_BROKER: self.register_broker,
+            RequestCode.UNREGISTER_BROKER: self.unregister_broker,
+            RequestCode.GET_ROUTEINFO_BY_TOPIC: self.get_route_info_by_topic,
+            RequestCode.GET_BROKER_CLUSTER_INFO: self.get_broker_cluster_info,
+            RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.get_all_topic_list,
+            RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic_in_namesrv,
+            RequestCode.GET_TOPICS_BY_CLUSTER: self.get_topics_by_cluster,
+            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self.get_system_topic_list,
+            RequestCode.WIPE_WRITE_PERM_OF_BROKER: self.wipe_write_perm,
+            RequestCode.ADD_WRITE_PERM_OF_BROKER: self.add_write_perm,
+            RequestCode.QUERY_DATA_VERSION: self.query_data_version,
+            RequestCode.GET_NAMESRV_CONFIG: self.get_namesrv_config,
+            RequestCode.UPDATE_NAMESRV_CONFIG: self.update_namesrv_config,
+        }
+        for code, handler in table.items():
+            self.dispatcher.register(code, handler)
+
+    # -- KV config ----------------------------------------------------------------------------
+    def put_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        fields = ext(request)
+        if fields.get("namespace") is None or fields.get("key") is None:
+            return response(ResponseCode.SYSTEM_ERROR, "namespace or key is null")
+        self.kv.put(fields["namespace"], fields["key"], field(request, "value"))
+        return response()
+
+    def get_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        namespace, key = field(request, "namespace"), field(request, "key")
+        value = self.kv.get(namespace, key)
+        if value is not None:
+            return response(ext_fields={"value": value})
+        return response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace} Key: {key}")
+
+    def delete_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        self.kv.delete(field(request, "namespace"), field(request, "key"))
+        return response()
+
+    def get_kv_list_by_namespace(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        namespace = field(request, "namespace")
+        table = self.kv.namespace(namespace)
+        if table is not None:
+            return response(body=json_body({"table": table}))
+        return response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace}")
+
+    # -- brokers ------------------------------------------------------------------------------
+    def register_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        fields = ext(request)
+        body = request.body or b""
+        crc = int(fields.get("bodyCrc32") or 0)
+        if crc != 0 and (zlib.crc32(body) & 0x7FFFFFFF) != crc:
+            return response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
+        wrapper: dict[str, Any] | None
+        filter_servers: list[str] = []
+        if request.version >= V3_0_11:
+            if body:
+                if bool_field(request, "compressed"):
+                    register_body = decode_compressed_register_body(body)
+                else:
+                    register_body = orjson.loads(body)
+                wrapper = register_body.get("topicConfigSerializeWrapper") or {}
+                filter_servers = register_body.get("filterServerList") or []
+            else:
+                wrapper = {"dataVersion": {"counter": 0, "timestamp": 0}, "topicConfigTable": {}}
+        else:
+            wrapper = orjson.loads(body) if body else None
+        result = self.routes.register_broker(
+            cluster_name=field(request, "clusterName"),
+            broker_addr=field(request, "brokerAddr"),
+            broker_name=field(request, "brokerName"),
+            broker_id=int_field(request, "brokerId"),
+            ha_server_addr=fields.get("haServerAddr", ""),
+            topic_config_wrapper=wrapper,
+            filter_server_list=filter_servers,
+            channel=channel,
+            now=self.clock(),
+        )
+        order_conf = self.kv.namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
+        return response(
+            ext_fields={"haServerAddr": result.ha_server_addr, "masterAddr": result.master_addr},
+            body=json_body({"table": order_conf}) if order_conf else None,
+        )
+
+    def unregister_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        self.routes.unregister_broker(
+            field(request, "clusterName"),
+            field(request, "brokerAddr"),
+            field(request, "brokerName"),
+            int_field(request, "brokerId"),
+        )
+        return response()
+
+    def query_data_version(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        addr = field(request, "brokerAddr")
+        theirs = orjson.loads(request.body) if request.body else {}
+        live = self.routes.broker_live_table.get(addr)
+        changed = live is None or live.data_version != theirs
+        if live is not None:
+            live.last_update = self.clock()
+        return response(
+            ext_fields={"changed": changed},
+            body=json_body(live.data_version) if live is not None else None,
+        )
+
+    # -- routes -------------------------------------------------------------------------------
+    def get_route_info_by_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        topic = field(request, "topic")
+        route = self.routes.pickup_topic_route_data(topic)
+        if route is None:
+            return response(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"No topic route info in name server for the topic: {topic}{suggest_todo()}",
+            )
+        if self.order_message_enable:
+            order_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
+            if order_conf is not None:
+                route["orderTopicConf"] = order_conf
+        standard = request.version >= V4_9_4 or bool_field(request, "acceptStandardJsonOnly")
+        return response(body=encode_route(route, standard_json=standard))
+
+    def get_broker_cluster_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        return response(body=encode_fastjson(self.routes.cluster_info()))
+
+    def get_all_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        return response(body=json_body({"topicList": self.routes.all_topics()}))
+
+    def get_topics_by_cluster(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        return response(
+            body=json_body({"topicList": self.routes.topics_by_cluster(field(request, "cluster"))})
+        )
+
+    def get_system_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        return response(body=json_body(self.routes.system_topics()))
+
+    def delete_topic_in_namesrv(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        self.routes.delete_topic(field(request, "topic"), ext(request).get("clusterName") or None)
+        return response()
+
+    def wipe_write_perm(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        count = self.routes.change_write_perm(field(request, "brokerName"), wipe=True)
+        return response(ext_fields={"wipeTopicCount": count})
+
+    def add_write_perm(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        count = self.routes.change_write_perm(field(request, "brokerName"), wipe=False)
+        return response(ext_fields={"addTopicCount": count})
+
+    def get_namesrv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        text = "".join(f"{k}={v}\n" for k, v in sorted(self.config.items()))
+        return response(body=text.encode())
+
+    def update_namesrv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        import io
+
+        import javaproperties
+
+        props = javaproperties.load(io.StringIO((request.body or b"").decode("utf-8")))
+        self.config.update(props)
+        if "orderMessageEnable" in props:
+            self.order_message_enable = props["orderMessageEnable"].strip().lower() == "true"
+        return response()
+
+
+def encode_route(route: dict[str, Any], *, standard_json: bool) -> bytes:
+    """TopicRouteData as the real name server writes it for this client version.
+
+    Clients from 4.9.4 on (or asking ``acceptStandardJsonOnly``) get standard JSON with quoted,
+    sorted map keys; older clients get fastjson's default with bare integer keys.
+    """
+    from rmqtwin.codec import fastjson
+
+    if standard_json:
+        return fastjson.dumps(route, browser_compatible=True, sort_map_keys=True)
+    return fastjson.dumps(route, quote_int_keys=False)
+
+
+def encode_fastjson(obj: Any) -> bytes:
+    """fastjson's default form: bare integer map keys (``{0:"127.0.0.1:10911"}``)."""
+    from rmqtwin.codec import fastjson
+
+    return fastjson.dumps(obj, quote_int_keys=False)
+
+
+def decode_compressed_register_body(data: bytes) -> dict[str, Any]:
+    """RegisterBrokerBody in the ``compressedRegister`` form (zlib of length-prefixed parts)."""
+    import struct
+
+    raw = zlib.decompress(data)
+    pos = 0
+
+    def chunk() -> bytes:
+        nonlocal pos
+        (length,) = struct.unpack_from(">i", raw, pos)
+        pos += 4
+        part = raw[pos : pos + length]
+        pos += length
+        return part
+
+    data_version = orjson.loads(chunk())
+    (count,) = struct.unpack_from(">i", raw, pos)
+    pos += 4
+    topics: dict[str, Any] = {}
+    for _ in range(count):
+        tokens = chunk().decode("utf-8").split(" ")
+        name, read, write, perm, filter_type = tokens[:5]
+        topics[name] = {
+            "order": False,
+            "perm": int(perm),
+            "readQueueNums": int(read),
+            "topicFilterType": filter_type,
+            "topicName": name,
+            "topicSysFlag": 0,
+            "writeQueueNums": int(write),
+        }
+    filter_servers = orjson.loads(chunk()) if pos < len(raw) else []
+    return {
+        "filterServerList": filter_servers,
+        "topicConfigSerializeWrapper": {"dataVersion": data_version, "topicConfigTable": topics},
+    }

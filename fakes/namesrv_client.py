@@ -1,0 +1,108 @@
+"""The broker's side of the name-server protocol: REGISTER_BROKER / UNREGISTER_BROKER (``BrokerOuterAPI``).
+
+One connection per name-server address, reopened on demand, so the broker can register with the
+in-process name server or with a real one (``--namesrv-addr``).
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet.defer import Deferred, DeferredList, succeed
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.logger import Logger
+
+from rmqtwin.codec import fastjson
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.fakes.dispatch import request_command
+from rmqtwin.fakes.server import RemotingProtocol
+
+if TYPE_CHECKING:
+    from rmqtwin.fakes.broker.controller import BrokerController
+
+log = Logger()
+
+
+class NamesrvClient:
+    def __init__(self, broker: BrokerController, reactor: Any) -> None:
+        self.broker = broker
+        self.reactor = reactor
+        self.connections: dict[str, RemotingProtocol] = {}
+
+    def _connect(self, addr: str) -> Deferred[RemotingProtocol]:
+        existing = self.connections.get(addr)
+        if existing is not None and existing.is_active:
+            return succeed(existing)
+        host, _, port = addr.rpartition(":")
+        endpoint = TCP4ClientEndpoint(self.reactor, host, int(port), timeout=5)
+        proto = RemotingProtocol(None, self.reactor, on_close=lambda p: self._closed(addr, p))
+        d: Deferred[RemotingProtocol] = connectProtocol(endpoint, proto)
+
+        def connected(p: RemotingProtocol) -> RemotingProtocol:
+            self.connections[addr] = p
+            return p
+
+        return d.addCallback(connected)
+
+    def _closed(self, addr: str, proto: RemotingProtocol) -> None:
+        if self.connections.get(addr) is proto:
+            del self.connections[addr]
+
+    def _header(self) -> dict[str, Any]:
+        c = self.broker.config
+        return {
+            "brokerAddr": c.broker_addr,
+            "brokerId": c.broker_id,
+            "brokerName": c.broker_name,
+            "clusterName": c.broker_cluster_name,
+            "haServerAddr": c.ha_server_addr,
+        }
+
+    def register_all(self) -> Deferred[Any]:
+        addrs = self.broker.config.namesrv_addrs
+        if not addrs:
+            return succeed(None)
+        body = fastjson.dumps(
+            {"filterServerList": [], "topicConfigSerializeWrapper": self.broker.topics.serialize_wrapper()}
+        )
+        header = self._header()
+        header.update(compressed=False, bodyCrc32=zlib.crc32(body) & 0x7FFFFFFF)
+        return DeferredList([self._call(addr, RequestCode.REGISTER_BROKER, header, body) for addr in addrs])
+
+    def unregister_all(self) -> Deferred[Any]:
+        addrs = self.broker.config.namesrv_addrs
+        if not addrs:
+            return succeed(None)
+        calls = [self._call(addr, RequestCode.UNREGISTER_BROKER, self._header(), None) for addr in addrs]
+
+        def close(result: Any) -> Any:
+            for proto in list(self.connections.values()):
+                proto.close()
+            return result
+
+        return DeferredList(calls).addBoth(close)
+
+    def _call(self, addr: str, code: int, header: dict[str, Any], body: bytes | None) -> Deferred[Any]:
+        timeout = self.broker.config.register_broker_timeout_mills / 1000.0
+
+        def send(proto: RemotingProtocol) -> Deferred[Any]:
+            return proto.invoke(request_command(code, header, body), timeout)
+
+        def check(resp: Any) -> Any:
+            if resp.code != ResponseCode.SUCCESS:
+                log.warn(
+                    "{code} to {addr} answered {answer}: {remark}",
+                    code=code,
+                    addr=addr,
+                    answer=resp.code,
+                    remark=resp.remark,
+                )
+            return resp
+
+        def failed(failure: Any) -> None:
+            log.warn(
+                "{code} to {addr} failed: {error}", code=code, addr=addr, error=failure.getErrorMessage()
+            )
+
+        return self._connect(addr).addCallback(send).addCallback(check).addErrback(failed)

@@ -1,0 +1,221 @@
+"""Twisted glue: a thin protocol over the codec's sans-IO ``RemotingConnection``.
+
+``RemotingProtocol`` feeds received bytes to the connection, hands requests to a
+:class:`~rmqtwin.fakes.dispatch.Dispatcher`, matches responses to requests this side sent, and
+writes whatever the connection queued once per read. A frame the codec cannot decode closes only
+that connection, as Netty's decoder failure does. The same class serves the name server, the
+broker, and the broker's client connection to a name server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.protocol import ClientFactory, Protocol, ServerFactory
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from rmqtwin.codec.codes import CURRENT_VERSION_4
+from rmqtwin.codec.connection import RemotingConnection, RequestReceived
+from rmqtwin.codec.errors import CodecError
+
+if TYPE_CHECKING:
+    from rmqtwin.codec.command import RemotingCommand
+    from rmqtwin.fakes.dispatch import RequestHandler
+
+SERVER_VERSION = CURRENT_VERSION_4
+
+log = Logger()
+
+
+class RemotingTimeout(Exception):  # noqa: N818 (Java's RemotingTimeoutException)
+    """No response to a request this side sent before its timeout."""
+
+
+class ConnectionClosed(Exception):  # noqa: N818
+    """The connection went away while a request was waiting for its response."""
+
+
+class RemotingProtocol(Protocol):
+    """One remoting connection; implements :class:`~rmqtwin.fakes.dispatch.Channel`."""
+
+    def __init__(
+        self,
+        dispatcher: RequestHandler | None,
+        clock: IReactorTime,
+        *,
+        version: int = SERVER_VERSION,
+        on_close: Callable[[RemotingProtocol], None] | None = None,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.clock = clock
+        self.version = version
+        self.on_close = on_close
+        self.conn = RemotingConnection()
+        self.connected_flag = False
+        self._waiting: dict[int, tuple[Deferred[RemotingCommand], IDelayedCall]] = {}
+        self._remote = "0.0.0.0:0"
+        self._local = "0.0.0.0:0"
+
+    # -- Channel -------------------------------------------------------------------------------
+    @property
+    def remote_addr(self) -> str:
+        return self._remote
+
+    @property
+    def local_addr(self) -> str:
+        return self._local
+
+    @property
+    def is_active(self) -> bool:
+        return self.connected_flag
+
+    def send_response(self, request: RemotingCommand, response: RemotingCommand) -> None:
+        if not self.connected_flag:
+            return
+        response.version = self.version
+        if self.conn.send_response(request, response):
+            self._flush()
+
+    def send_oneway(self, request: RemotingCommand) -> None:
+        if not self.connected_flag:
+            return
+        request.version = self.version
+        self.conn.send_request(request, now=self.clock.seconds(), timeout=0)
+        self._flush()
+
+    def invoke(self, request: RemotingCommand, timeout: float) -> Deferred[RemotingCommand]:
+        """Send a request and fire with its response (errback on timeout or connection loss)."""
+        d: Deferred[RemotingCommand] = Deferred()
+        if not self.connected_flag:
+            d.errback(ConnectionClosed(self._remote))
+            return d
+        request.version = self.version
+        opaque = self.conn.send_request(request, now=self.clock.seconds(), timeout=timeout)
+        timer = self.clock.callLater(timeout, self._timed_out, opaque)
+        self._waiting[opaque] = (d, timer)
+        self._flush()
+        return d
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.loseConnection()
+
+    # -- Protocol ------------------------------------------------------------------------------
+    def connectionMade(self) -> None:
+        self.connected_flag = True
+        peer = self.transport.getPeer() if self.transport is not None else None
+        host = self.transport.getHost() if self.transport is not None else None
+        self._remote = _addr(peer)
+        self._local = _addr(host)
+
+    def dataReceived(self, data: bytes) -> None:
+        try:
+            events = self.conn.receive_data(data)
+        except CodecError as exc:
+            log.warn("closing {peer}: undecodable frame ({error})", peer=self._remote, error=exc)
+            if self.transport is not None:
+                self.transport.abortConnection()  # type: ignore[attr-defined]
+            return
+        for event in events:
+            if isinstance(event, RequestReceived):
+                self._handle_request(event.command)
+            else:
+                waiting = self._waiting.pop(event.command.opaque, None)
+                if waiting is not None:
+                    d, timer = waiting
+                    if timer.active():
+                        timer.cancel()
+                    d.callback(event.command)
+        self._flush()
+
+    def connectionLost(self, reason: Failure | None = None) -> None:
+        self.connected_flag = False
+        self.conn.connection_lost()
+        waiting, self._waiting = self._waiting, {}
+        for d, timer in waiting.values():
+            if timer.active():
+                timer.cancel()
+            d.errback(ConnectionClosed(self._remote))
+        if self.on_close is not None:
+            self.on_close(self)
+
+    # -- internals -------------------------------------------------------------------------------
+    def _handle_request(self, request: RemotingCommand) -> None:
+        if self.dispatcher is None:
+            return
+        result = self.dispatcher.dispatch(self, request)
+        if isinstance(result, Deferred):
+            result.addCallback(self._answer_later, request)
+            result.addErrback(lambda f: log.failure("answering {code}", f, code=request.code))
+        elif result is not None:
+            result.version = self.version
+            self.conn.send_response(request, result)
+
+    def _answer_later(self, result: RemotingCommand | None, request: RemotingCommand) -> None:
+        if result is not None:
+            self.send_response(request, result)
+
+    def _timed_out(self, opaque: int) -> None:
+        waiting = self._waiting.pop(opaque, None)
+        self.conn.expire(self.clock.seconds())
+        if waiting is not None:
+            waiting[0].errback(RemotingTimeout(f"wait response on {self._remote} timeout"))
+
+    def _flush(self) -> None:
+        data = self.conn.data_to_send()
+        if data and self.transport is not None:
+            self.transport.write(data)
+
+
+def _addr(address: Any) -> str:
+    host = getattr(address, "host", None)
+    port = getattr(address, "port", None)
+    if host is None or port is None:
+        return "0.0.0.0:0"
+    return f"{host}:{port}"
+
+
+class RemotingServerFactory(ServerFactory):
+    """Accepts connections for one server (name server or broker) and tracks them."""
+
+    def __init__(
+        self,
+        dispatcher: RequestHandler,
+        clock: IReactorTime,
+        *,
+        version: int = SERVER_VERSION,
+        on_close: Callable[[RemotingProtocol], None] | None = None,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.clock = clock
+        self.version = version
+        self.on_close_hook = on_close
+        self.channels: set[RemotingProtocol] = set()
+
+    def buildProtocol(self, addr: Any) -> RemotingProtocol:
+        proto = RemotingProtocol(self.dispatcher, self.clock, version=self.version, on_close=self._closed)
+        proto.factory = self
+        self.channels.add(proto)
+        return proto
+
+    def _closed(self, proto: RemotingProtocol) -> None:
+        self.channels.discard(proto)
+        if self.on_close_hook is not None:
+            self.on_close_hook(proto)
+
+
+class RemotingClientFactory(ClientFactory):
+    """Builds the broker's client connection to a name server (requests out, nothing served)."""
+
+    def __init__(self, clock: IReactorTime, *, version: int = SERVER_VERSION) -> None:
+        self.clock = clock
+        self.version = version
+
+    def buildProtocol(self, addr: Any) -> RemotingProtocol:
+        proto = RemotingProtocol(None, self.clock, version=self.version)
+        proto.factory = self
+        return proto

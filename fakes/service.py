@@ -1,0 +1,179 @@
+"""``TwinServer``: a name server and a broker listening in one Twisted process.
+
+Binding happens before the broker is built, so a broker asked for port 0 knows the port it
+advertises (and its VIP channel, port - 2, is bound next to it). The broker registers with the
+name server over TCP like a real broker, also when both run in this process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+from twisted.internet.defer import Deferred, succeed
+from twisted.internet.error import CannotListenError
+from twisted.internet.interfaces import IListeningPort
+from twisted.logger import Logger
+
+from rmqtwin.fakes.config import BrokerConfig
+from rmqtwin.fakes.server import RemotingProtocol, RemotingServerFactory
+
+log = Logger()
+
+ROLES = ("both", "namesrv", "broker")
+
+
+def advertised_host(bind_host: str, advertise: str | None) -> str:
+    """The address the broker registers: never a wildcard a client cannot connect to."""
+    if advertise:
+        return advertise
+    if bind_host in ("", "0.0.0.0", "::"):
+        return machine_address()
+    return bind_host
+
+
+def machine_address() -> str:
+    """This machine's outbound IPv4 address (no packet is sent), else loopback."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.connect(("10.255.255.255", 1))
+        address = str(sock.getsockname()[0])
+        if not address.startswith("0."):
+            return address
+    return "127.0.0.1"
+
+
+@dataclass
+class ServeOptions:
+    host: str = "0.0.0.0"
+    namesrv_port: int = 9876
+    broker_port: int = 10911
+    store: str = "./rmqtwin-store"
+    advertise: str | None = None
+    role: str = "both"
+    namesrv_addr: str | None = None
+    config: BrokerConfig = field(default_factory=BrokerConfig)
+
+
+class TwinServer:
+    def __init__(self, options: ServeOptions, reactor: Any) -> None:
+        self.options = options
+        self.reactor = reactor
+        self.ports: list[IListeningPort] = []
+        self.namesrv: Any = None
+        self.broker: Any = None
+        self.namesrv_address: str | None = None
+        self.broker_address: str | None = None
+
+    def start(self) -> Deferred[Any]:
+        """Listen and start; fires once the broker is registered (when there is one)."""
+        opts = self.options
+        host_for_clients = advertised_host(opts.host, opts.advertise)
+        if opts.role in ("both", "namesrv"):
+            from rmqtwin.fakes.namesrv.controller import NamesrvController
+
+            self.namesrv = NamesrvController(self.reactor)
+            factory = RemotingServerFactory(
+                self.namesrv.dispatcher, self.reactor, on_close=self.namesrv.channel_closed
+            )
+            port = self.reactor.listenTCP(opts.namesrv_port, factory, interface=opts.host)
+            self.ports.append(port)
+            self.namesrv.start()
+            self.namesrv_address = f"{host_for_clients}:{_port_of(port)}"
+        if opts.role not in ("both", "broker"):
+            return succeed(None)
+        return self._start_broker(host_for_clients)
+
+    def _start_broker(self, advertise: str) -> Deferred[Any]:
+        from rmqtwin.fakes.broker.controller import BrokerController
+
+        opts = self.options
+        config = opts.config
+        holder: dict[str, Any] = {}
+
+        def on_close(proto: RemotingProtocol) -> None:
+            if "broker" in holder:
+                holder["broker"].channel_closed(proto)
+
+        factory = RemotingServerFactory(_LateDispatcher(holder), self.reactor, on_close=on_close)
+        main_port, vip_port = self._listen_pair(opts.broker_port, factory)
+        config.listen_port = _port_of(main_port)
+        config.broker_ip1 = advertise
+        if opts.namesrv_addr:
+            config.namesrv_addr = opts.namesrv_addr
+        elif self.namesrv_address is not None and not config.namesrv_addr:
+            local = "127.0.0.1" if opts.host in ("", "0.0.0.0", "127.0.0.1") else opts.host
+            config.namesrv_addr = f"{local}:{self.namesrv_address.rpartition(':')[2]}"
+        store_dir = os.path.abspath(opts.store)
+        os.makedirs(store_dir, exist_ok=True)
+        broker = BrokerController(config, store_dir, self.reactor, reactor=self.reactor)
+        if not broker.load():
+            raise RuntimeError(f"the store in {store_dir} could not be loaded")
+        holder["broker"] = broker
+        self.broker = broker
+        self.broker_address = config.broker_addr
+        del vip_port
+        return broker.start()
+
+    def _listen_pair(
+        self, port: int, factory: RemotingServerFactory
+    ) -> tuple[IListeningPort, IListeningPort]:
+        """The main port and its VIP channel (port - 2); with port 0, a free pair."""
+        host = self.options.host
+        for _ in range(50):
+            main = self.reactor.listenTCP(port, factory, interface=host)
+            actual = _port_of(main)
+            try:
+                vip = self.reactor.listenTCP(actual - 2, factory, interface=host)
+            except CannotListenError:
+                main.stopListening()
+                if port != 0:
+                    raise
+                continue
+            self.ports.extend([main, vip])
+            return main, vip
+        raise CannotListenError(host, port, OSError("no free port pair for the broker and its VIP channel"))
+
+    def stop(self) -> Deferred[Any]:
+        """Unregister, persist, flush the store (removing ``abort``), then close the listeners."""
+        d: Deferred[Any] = self.broker.shutdown() if self.broker is not None else succeed(None)
+
+        def close(_: Any) -> Deferred[Any]:
+            if self.namesrv is not None:
+                self.namesrv.shutdown()
+            stops = [p.stopListening() for p in self.ports]
+            self.ports = []
+            from twisted.internet.defer import gatherResults
+
+            return gatherResults([s for s in stops if isinstance(s, Deferred)])
+
+        return d.addBoth(close)
+
+    def ready_line(self) -> str:
+        parts = ["rmqtwin ready:"]
+        if self.namesrv_address:
+            parts.append(f"namesrv={self.namesrv_address}")
+        if self.broker_address:
+            host, _, port = self.broker_address.rpartition(":")
+            parts.append(f"broker={self.broker_address}")
+            parts.append(f"vip={host}:{int(port) - 2}")
+            parts.append(f"store={os.path.abspath(self.options.store)}")
+            parts.append(f"name={self.options.config.broker_name}")
+            parts.append(f"cluster={self.options.config.broker_cluster_name}")
+        return " ".join(parts)
+
+
+class _LateDispatcher:
+    """The broker's dispatcher, looked up per request (the broker is built after binding)."""
+
+    def __init__(self, holder: dict[str, Any]) -> None:
+        self.holder = holder
+
+    def dispatch(self, channel: Any, request: Any) -> Any:
+        return self.holder["broker"].dispatcher.dispatch(channel, request)
+
+
+def _port_of(port: IListeningPort) -> int:
+    return int(getattr(port.getHost(), "port", 0))
