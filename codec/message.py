@@ -48,6 +48,7 @@ from rmqtwin.codec.errors import CodecError, MessageDecodeError
 
 __all__ = [
     "BLANK_MAGIC_CODE",
+    "CRC32_RESERVED_LEN",
     "END_FILE_MIN_BLANK_LENGTH",
     "MESSAGE_MAGIC_CODE",
     "MESSAGE_MAGIC_CODE_V2",
@@ -82,7 +83,9 @@ __all__ = [
     "merge_batch_properties",
     "message_record_length",
     "message_version_for_topic",
+    "parse_prop_crc32",
     "parse_uniq_id",
+    "prop_crc32_property",
     "properties_to_string",
     "string_to_properties",
     "tags_code",
@@ -100,6 +103,8 @@ MESSAGE_MAGIC_CODE_V2: Final = -626843477
 BLANK_MAGIC_CODE: Final = -875286124
 #: ``DefaultAppendMessageCallback.END_FILE_MIN_BLANK_LENGTH``: a record is written only if 8 bytes stay free.
 END_FILE_MIN_BLANK_LENGTH: Final = 8
+#: ``CommitLog.CRC32_RESERVED_LEN``: room for the 5.x ``__CRC32#`` property (``enabledAppendPropCRC``).
+CRC32_RESERVED_LEN: Final = len("__CRC32#") + 1 + 10 + 1
 
 NAME_VALUE_SEPARATOR: Final = "\x01"
 PROPERTY_SEPARATOR: Final = "\x02"
@@ -693,6 +698,7 @@ def encode_message_record(
     trailing_separator: bool = False,
     compress_body: bool = False,
     compute_crc: bool = True,
+    append_prop_crc: bool = False,
 ) -> bytes:
     """Lay ``msg`` out as a stored record, as the broker's encoder does.
 
@@ -706,12 +712,19 @@ def encode_message_record(
     * Properties: ``msg.properties_string`` verbatim when set, else ``msg.properties`` rendered with or
       without the trailing separator (4.9 style by default).
     * ``msg.magic`` picks v1 (1-byte topic length, topic at most 127 bytes) or v2 (2-byte length).
+    * ``append_prop_crc=True`` is 5.x ``enabledAppendPropCRC``: the properties end with a separator and
+      :data:`CRC32_RESERVED_LEN` reserved bytes, which :func:`fill_append_fields` fills with the
+      ``__CRC32#`` property once the record's final bytes are known (a record written so must be filled).
     """
     topic = msg.topic.encode()
     props_str = msg.properties_string
     if props_str is None:
         props_str = properties_to_string(msg.properties, trailing_separator=trailing_separator)
     props = props_str.encode()
+    if append_prop_crc:
+        if props and not props.endswith(b"\x02"):
+            props += b"\x02"
+        props += bytes(CRC32_RESERVED_LEN)
     if len(props) > _SHORT_MAX:
         raise MessageEncodeError(f"properties length {len(props)} exceeds {_SHORT_MAX}")
     magic = msg.magic
@@ -777,11 +790,13 @@ def fill_append_fields(
     commitlog_offset: int,
     store_timestamp: int | None = None,
     offset: int = 0,
+    append_prop_crc: bool = False,
 ) -> None:
     """Patch an encoded record in place the way ``DefaultAppendMessageCallback.doAppend`` does.
 
     The store encodes outside the lock and fills queue offset, physical offset and store timestamp when it
-    knows them.
+    knows them. ``append_prop_crc`` then writes the ``__CRC32#`` property into the reserved tail of a
+    record encoded with ``append_prop_crc=True``: the masked CRC32 of every byte before that tail.
     """
     _I64.pack_into(record, offset + QUEUE_OFFSET_POSITION, queue_offset)
     _I64.pack_into(record, offset + PHY_POS_POSITION, commitlog_offset)
@@ -789,6 +804,25 @@ def fill_append_fields(
         (sys_flag,) = _I32.unpack_from(record, offset + SYSFLAG_POSITION)
         born_len = 20 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 8
         _I64.pack_into(record, offset + BORN_HOST_POSITION + born_len, store_timestamp)
+    if append_prop_crc:
+        (total,) = _I32.unpack_from(record, offset)
+        tail = offset + total - CRC32_RESERVED_LEN
+        crc = body_crc32(memoryview(record)[offset:tail])
+        record[tail : offset + total] = prop_crc32_property(crc).encode()
+
+
+def prop_crc32_property(crc: int) -> str:
+    """``MessageDecoder.createCrc32``: ``__CRC32#``, 0x01, ten digits least significant first, 0x02."""
+    digits = []
+    for _ in range(10):
+        digits.append(str(crc % 10) if crc > 0 else "0")
+        crc //= 10
+    return f"{MessageConst.PROPERTY_CRC32}\x01{''.join(digits)}\x02"
+
+
+def parse_prop_crc32(value: str) -> int:
+    """The CRC in a ``__CRC32#`` property value (its digits are least significant first)."""
+    return int(value[::-1]) if value.isdigit() else -1
 
 
 def encode_blank_record(max_blank: int) -> bytes:
@@ -816,8 +850,9 @@ def decode_message_record(
     Accepts v1 and v2 magic, IPv4 and IPv6 hosts. Raises :class:`MessageDecodeError` for an unknown magic
     (including the blank end-of-file marker), a truncated record, or a TOTALSIZE that disagrees with the
     field lengths (the store's ``checkMessageAndReturnSize`` rule). ``check_crc`` compares the stored body's
-    CRC; ``decompress`` inflates a compressed body and clears ``COMPRESSED_FLAG`` (5.x behaviour);
-    ``read_body=False`` skips the body (``body`` is then empty). ``msg_id`` is the offset msgId.
+    CRC, and the whole record's when a 5.x ``__CRC32#`` property is present; ``decompress`` inflates a
+    compressed body and clears ``COMPRESSED_FLAG`` (5.x behaviour); ``read_body=False`` skips the body
+    (``body`` is then empty). ``msg_id`` is the offset msgId.
     """
     mv = buf if isinstance(buf, memoryview) else memoryview(buf)
     end = len(mv)
@@ -883,6 +918,11 @@ def decode_message_record(
     pos += props_len
     if pos != record_end:
         raise MessageDecodeError(f"record at {offset}: TOTALSIZE {total} but fields add up to {pos - offset}")
+
+    if check_crc and MessageConst.PROPERTY_CRC32 in properties:
+        expected = parse_prop_crc32(properties[MessageConst.PROPERTY_CRC32])
+        if body_crc32(mv[offset : record_end - CRC32_RESERVED_LEN]) != expected:
+            raise MessageDecodeError(f"record at {offset}: __CRC32# property does not match the record")
 
     body = b""
     if body_len > 0 and read_body:

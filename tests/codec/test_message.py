@@ -16,13 +16,14 @@ from typing import NamedTuple
 
 import lz4.frame
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmqtwin.codec.compression import CompressionType, compress, decompress
 from rmqtwin.codec.errors import CodecError, MessageDecodeError
 from rmqtwin.codec.message import (
     BLANK_MAGIC_CODE,
+    CRC32_RESERVED_LEN,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
     Message,
@@ -49,7 +50,9 @@ from rmqtwin.codec.message import (
     java_string_hash,
     message_record_length,
     message_version_for_topic,
+    parse_prop_crc32,
     parse_uniq_id,
+    prop_crc32_property,
     properties_to_string,
     string_to_properties,
     tags_code,
@@ -372,7 +375,7 @@ def test_decode_a_record_built_from_the_layout_description() -> None:
     assert decoded.reconsume_times == 1 and decoded.body_crc == zlib.crc32(b"Hello RocketMQ") & 0x7FFFFFFF
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(msg=_messages())
 def test_record_round_trip(msg: MessageExt) -> None:
     raw = encode_message_record(msg)
@@ -511,6 +514,26 @@ def test_blank_record_and_append_patch() -> None:
         decoded, _ = decode_message_record(padded, 16, check_crc=True)
         assert (decoded.queue_offset, decoded.commitlog_offset, decoded.store_timestamp) == (9, 4096, 77)
         assert decoded.born_host == born and decoded.store_host == ("10.0.0.5", 10911)
+
+
+def test_appended_property_crc_5x() -> None:
+    assert prop_crc32_property(1234567) == "__CRC32#\x017654321000\x02"
+    assert prop_crc32_property(0) == "__CRC32#\x010000000000\x02"
+    assert parse_prop_crc32("7654321000") == 1234567
+    assert CRC32_RESERVED_LEN == 20  # len(PROPERTY_CRC32) + 1 + 10 + 1
+    plain = encode_message_record(_sample())
+    record = bytearray(encode_message_record(_sample(), append_prop_crc=True))
+    assert len(record) == len(plain) + 1 + CRC32_RESERVED_LEN  # a separator, then the reserved tail
+    fill_append_fields(record, queue_offset=5, commitlog_offset=640, store_timestamp=9, append_prop_crc=True)
+    crc = zlib.crc32(record[: len(record) - CRC32_RESERVED_LEN]) & 0x7FFFFFFF
+    assert record.endswith(prop_crc32_property(crc).encode())
+    decoded, _ = decode_message_record(record, check_crc=True)
+    assert parse_prop_crc32(decoded.properties["__CRC32#"]) == crc
+    assert decoded.queue_offset == 5 and decoded.tags == "TagA"
+    record[20] ^= 1  # the queue offset changed after the CRC was taken
+    decode_message_record(record)
+    with pytest.raises(MessageDecodeError, match="__CRC32#"):
+        decode_message_record(record, check_crc=True)
 
 
 def test_properties_string_is_written_verbatim() -> None:

@@ -6,7 +6,7 @@ import ipaddress
 import zlib
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmqtwin.codec.layouts.message import (
@@ -98,7 +98,7 @@ def _as_message(fields: dict[str, Any]) -> MessageExt:
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fields=_record_fields())
 def test_construct_built_records_decode_on_the_hot_path(fields: dict[str, Any]) -> None:
     raw = MESSAGE_RECORD.build(fields)
@@ -129,7 +129,7 @@ def test_construct_built_records_decode_on_the_hot_path(fields: dict[str, Any]) 
     assert msg.body_crc == zlib.crc32(fields["body"]) & 0x7FFFFFFF and msg.store_size == len(raw)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fields=_record_fields())
 def test_hot_path_records_parse_with_construct_and_match_byte_for_byte(fields: dict[str, Any]) -> None:
     raw = encode_message_record(_as_message(fields))
@@ -156,7 +156,7 @@ def test_hot_path_records_parse_with_construct_and_match_byte_for_byte(fields: d
     assert parsed.store_host.port == fields["store_host"]["port"]
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=st.lists(_record_fields(), max_size=4))
 def test_pull_bodies_agree(records: list[dict[str, Any]]) -> None:
     to_build: list[dict[str, Any] | None] = list(records)
@@ -179,7 +179,7 @@ _batch_message = st.builds(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=st.lists(_batch_message, max_size=5), trailing=st.booleans())
 def test_batch_layout_agrees_both_ways(messages: list[Message], trailing: bool) -> None:
     raw = encode_batch(messages, trailing_separator=trailing)
