@@ -103,7 +103,6 @@ class GoldenLine:
     _manifest: dict[str, Any] | None = None
     _verified: dict[str, PythonEncoded] | None = None
     _by_name: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _extra: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def rocketmq_version(self) -> str:
@@ -123,35 +122,31 @@ class GoldenLine:
             pytest.fail(f"RocketMQ {self.rocketmq_version} generator wrote no vector {name!r}")
         return self._by_name[name]
 
-    def _run_verify(self, tag: str, items: list[dict[str, Any]]) -> dict[str, Any]:
-        indir = self.workdir / tag
-        indir.mkdir(parents=True, exist_ok=True)
-        (indir / "vectors.json").write_text(json.dumps({"vectors": items}), "utf-8")
-        outfile = self.workdir / f"{tag}-verified.json"
-        run_java(self.line, "verify", str(indir), str(outfile))
-        results: dict[str, Any] = json.loads(outfile.read_text("utf-8"))["results"]
-        return results
-
-    def java_reads(self, tag: str, build: Callable[[str], list[dict[str, Any]]]) -> dict[str, Any]:
-        """Java's verdict on Python-originated vectors ``build(line)`` (one JVM per tag and line)."""
-        if tag not in self._extra:
-            self._extra[tag] = self._run_verify(tag, build(self.line))
-        return self._extra[tag]
-
-    def verified(self, encode: Callable[[str, dict[str, Any]], dict[str, Any]]) -> dict[str, PythonEncoded]:
-        """Python encodes every vector's intended fields with ``encode``; one JVM decodes them all."""
+    def verified(self) -> dict[str, PythonEncoded]:
+        """One JVM decodes, for this line, Python's own encoding of every vector's intended fields and
+        the Python-originated vectors (names starting ``originated.``)."""
         if self._verified is None:
+            from tests.golden.vectors import encode_for_java, python_originated
+
             results: dict[str, PythonEncoded] = {}
             sent = []
             for vector in self.manifest()["vectors"]:
                 try:
-                    item = encode(self.line, vector)
+                    item = encode_for_java(self.line, vector)
                 except Exception as exc:  # reported per vector by the test that reads it
                     results[vector["name"]] = PythonEncoded(error=f"{type(exc).__name__}: {exc}")
                     continue
                 results[vector["name"]] = PythonEncoded(sent=item)
                 sent.append(item)
-            for name, java in self._run_verify("python", sent).items():
+            for item in python_originated(self.line):
+                results[item["name"]] = PythonEncoded(sent=item)
+                sent.append(item)
+            indir = self.workdir / "python"
+            indir.mkdir(parents=True, exist_ok=True)
+            (indir / "vectors.json").write_text(json.dumps({"vectors": sent}), "utf-8")
+            outfile = self.workdir / "verified.json"
+            run_java(self.line, "verify", str(indir), str(outfile))
+            for name, java in json.loads(outfile.read_text("utf-8"))["results"].items():
                 results[name].java = java
             self._verified = results
         return self._verified

@@ -15,7 +15,9 @@ from typing import Any
 from rmqtwin.codec import fastjson, headers
 from rmqtwin.codec.codes import LanguageCode, SerializeType
 from rmqtwin.codec.command import JsonDialect, RemotingCommand, decode_command, encode_command
+from rmqtwin.codec.compression import COMPRESSED_FLAG, CompressionType, compress
 from rmqtwin.codec.message import (
+    MESSAGE_MAGIC_CODE_V2,
     BatchItem,
     Message,
     MessageExt,
@@ -384,3 +386,69 @@ def dump_body(tree: Any, form: str, line: str) -> bytes:
             tree, quote_int_keys=True, browser_compatible=True, sort_map_keys=True, fastjson2=fastjson2
         )
     return fastjson.dumps(tree, quote_int_keys=False, fastjson2=fastjson2)
+
+
+# ----------------------------------------------------------------------- what Python sends to Java
+
+
+def encode_for_java(line: str, vector: dict[str, Any]) -> dict[str, Any]:
+    """Python's own encoding of the fields Java intended, as the verifier's input."""
+    kind = vector["kind"]
+    sent: dict[str, Any] = {"name": vector["name"], "kind": kind}
+    if kind == "command":
+        cmd = command_from_description(vector["command"], vector["headerClass"])
+        sent["hex"] = reencode_command(cmd, line).hex()
+        sent["headerClass"] = vector["headerClass"]
+    elif kind == "records":
+        messages = [message_from_description(m) for m in vector["messages"]]
+        sent["hex"] = encode_records(messages, line).hex()
+    elif kind == "batch":
+        sent["hex"] = encode_batch_messages(batch_from_description(vector["items"]), line).hex()
+    elif kind == "body":
+        sent["bodyClass"] = vector["bodyClass"]
+        tree = tree_from_canon(vector["content"], int_keys=vector["form"] == "legacy")
+        sent["hex"] = dump_body(tree, vector["form"], line).hex()
+    else:
+        raise ValueError(f"unknown vector kind {kind}")
+    return sent
+
+
+# Python-originated vectors: encodings that start on this side (see test_python_originated.py).
+
+BODY = ("RocketMQ golden \u00fc " * 400).encode()
+LONG_TOPIC = "T" * 100 + "-long-topic-" + "x" * 88  # 200 bytes: needs the v2 magic
+
+
+def _message(topic: str, body: bytes, sys_flag: int, magic: int | None = None) -> MessageExt:
+    msg = MessageExt(
+        topic=topic,
+        flag=3,
+        properties={"UNIQ_KEY": "AC110001000118B4AAC20A2B3C0000", "TAGS": "TagA"},
+        body=body,
+        queue_id=2,
+        queue_offset=17,
+        sys_flag=sys_flag,
+        born_timestamp=1700000000123,
+        born_host=("2001:db8::7", 40000),
+        store_timestamp=1700000000125,
+        store_host=("127.0.0.1", 10911),
+        commitlog_offset=123456789,
+        reconsume_times=1,
+    )
+    if magic is not None:
+        msg.magic = magic
+    return msg
+
+
+def python_originated(line: str) -> list[dict[str, Any]]:
+    items = []
+    for ct in CompressionType:
+        msg = _message("TopicTest", compress(BODY, ct), COMPRESSED_FLAG | ct.compression_flag)
+        record = encode_message_record(msg, trailing_separator=trailing_separator(line))
+        items.append(
+            {"name": f"originated.compressed_{ct.name.lower()}", "kind": "records", "hex": record.hex()}
+        )
+    long_topic = _message(LONG_TOPIC, b"v2 body", 0, MESSAGE_MAGIC_CODE_V2)
+    record = encode_message_record(long_topic, trailing_separator=trailing_separator(line))
+    items.append({"name": "originated.v2_magic_long_topic", "kind": "records", "hex": record.hex()})
+    return items
