@@ -712,6 +712,14 @@ public class MessageOracle {
         }
         Files.write(dir.resolve("batch.bin"), MessageDecoder.encodeMessages(batch));
 
+        // The parser on odd strings, and the order the broker re-serialises a parsed map in.
+        for (String line : Files.readAllLines(dir.resolve("properties.txt"))) {
+            Map<String, String> parsed = MessageDecoder.string2messageProperties(str(line));
+            String again = MessageDecoder.messageProperties2String(parsed);
+            out.add("properties\t" + line + "\t" + props(parsed) + "\t"
+                + hex(again.getBytes(StandardCharsets.UTF_8)));
+        }
+
         long before = System.currentTimeMillis();
         String first = MessageClientIDSetter.createUniqID();
         String second = MessageClientIDSetter.createUniqID();
@@ -747,6 +755,15 @@ _ORACLE_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
 
 _ORACLE_PLAIN = (bytes(range(256)) * 40 + b"RocketMQ body " * 9000) * 2  # ~270 KiB: several LZ4 blocks
 _ORACLE_STRINGS = ["", "TagA", "polygenelubricants", "é中文", "\U0001f600 emoji", "x" * 1000]
+_ORACLE_PROPERTIES = [
+    "a\x01b",
+    "a\x01b\x02",
+    "\x01bc\x02k\x01v\x02ab\x01\x02x\x01\x02\x02k2\x01v\x01w",
+    "k\x01one\x02k\x01two",
+    "TAGS\x01TagA\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01AC11000100002A9F0000000000001234\x02WAIT\x01true\x02"
+    + "CLUSTER\x01DefaultCluster\x02MIN_OFFSET\x010\x02MAX_OFFSET\x0110\x02"
+    + "".join(f"user{i}\x01{i}\x02" for i in range(15)),
+]
 _ORACLE_BATCH = [
     Message(
         flag=1, body=b"first", properties={"UNIQ_KEY": "AC110001000A18B4AAC2000000000000", "TAGS": "TagA"}
@@ -858,6 +875,8 @@ def java_oracle(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         _sample(body=compress(b"zstd " * 1000, CompressionType.ZSTD), sys_flag=0x201),
         _sample(body=b"", properties={}, queue_offset=-1),
     ]
+    if version.startswith("5"):  # 4.9 clients cannot read v2 records
+        records.append(_sample(topic="V2" * 100, magic=MESSAGE_MAGIC_CODE_V2))
     (work / "records.bin").write_bytes(
         b"".join(encode_message_record(m, trailing_separator=trailing) for m in records)
     )
@@ -866,6 +885,9 @@ def java_oracle(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         (work / f"py_{type_.name}.bin").write_bytes(compress(_ORACLE_PLAIN, type_))
     (work / "py_LZ4_LINKED.bin").write_bytes(lz4.frame.compress(_ORACLE_PLAIN))
     (work / "strings.txt").write_text("\n".join(s.encode().hex().upper() for s in _ORACLE_STRINGS) + "\n")
+    (work / "properties.txt").write_text(
+        "\n".join(s.encode().hex().upper() for s in _ORACLE_PROPERTIES) + "\n"
+    )
     (work / "batch.txt").write_text(
         "".join(
             f"{m.flag}\t{m.body.hex()}\t"
@@ -910,7 +932,7 @@ def test_java_client_decodes_our_records(java_oracle: _Oracle) -> None:
     rows = java_oracle.rows("record")
     expected = decode_message_records((java_oracle.work / "records.bin").read_bytes())
     stored = decode_message_records((java_oracle.work / "records.bin").read_bytes(), decompress=False)
-    assert len(rows) == len(expected) == 6
+    assert len(rows) == len(expected) == (7 if java_oracle.version.startswith("5") else 6)
     for row, msg, as_stored in zip(rows, expected, stored, strict=True):
         assert bytes.fromhex(row[0]).decode() == msg.topic
         assert [int(x) for x in row[1:5]] == [msg.flag, msg.queue_id, msg.store_size, msg.queue_offset]
@@ -997,6 +1019,20 @@ def test_batch_body_matches_encode_messages(java_oracle: _Oracle) -> None:
     assert [(i.flag, i.body, i.properties) for i in decode_batch(java_batch)] == [
         (m.flag, m.body, m.properties) for m in _ORACLE_BATCH
     ]
+
+
+@pytest.mark.java
+def test_properties_parse_and_hash_map_order_match_java(java_oracle: _Oracle) -> None:
+    rows = java_oracle.rows("properties")
+    assert len(rows) == len(_ORACLE_PROPERTIES)
+    five = java_oracle.version.startswith("5")
+    for (hex_string, parsed, again), raw in zip(rows, _ORACLE_PROPERTIES, strict=True):
+        assert bytes.fromhex(hex_string).decode() == raw
+        ours = string_to_properties(raw)
+        assert ours == _java_props(parsed)
+        # string2messageProperties fills new HashMap<>(128) in 5.x, new HashMap<>() in 4.9.
+        ordered = java_hash_map_order(ours, 128 if five else 16)
+        assert properties_to_string(ordered, trailing_separator=five) == bytes.fromhex(again).decode()
 
 
 @pytest.mark.java
