@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from rmqtwin.codec import fastjson, headers
+from rmqtwin.codec import bodies, fastjson, headers
 from rmqtwin.codec.codes import LanguageCode, SerializeType
 from rmqtwin.codec.command import JsonDialect, RemotingCommand, decode_command, encode_command
 from rmqtwin.codec.compression import COMPRESSED_FLAG, CompressionType, compress
@@ -388,6 +388,23 @@ def dump_body(tree: Any, form: str, line: str) -> bytes:
     return fastjson.dumps(tree, quote_int_keys=False, fastjson2=fastjson2)
 
 
+def body_class(name: str) -> type[bodies.Body]:
+    cls = getattr(bodies, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, bodies.Body)):
+        raise AssertionError(f"rmqtwin.codec.bodies has no body class {name}")
+    return cls
+
+
+def encode_typed_body(body: bodies.Body, form: str, line: str) -> bytes:
+    """What the Java code that wrote the vector writes: the namesrv's standard route form, else
+    ``RemotingSerializable.encode()``; 5.5.0 with fastjson2."""
+    fastjson2 = line == "v5"
+    if form == "standard":
+        assert isinstance(body, bodies.TopicRouteData), "only route data has the standard form"
+        return body.encode(standard_json=True, fastjson2=fastjson2)
+    return body.encode(fastjson2=fastjson2)
+
+
 # ----------------------------------------------------------------------- what Python sends to Java
 
 
@@ -405,9 +422,11 @@ def encode_for_java(line: str, vector: dict[str, Any]) -> dict[str, Any]:
     elif kind == "batch":
         sent["hex"] = encode_batch_messages(batch_from_description(vector["items"]), line).hex()
     elif kind == "body":
+        # The described content, through the typed body class, encoded as the Java side would.
         sent["bodyClass"] = vector["bodyClass"]
         tree = tree_from_canon(vector["content"], int_keys=vector["form"] == "legacy")
-        sent["hex"] = dump_body(tree, vector["form"], line).hex()
+        typed = body_class(vector["bodyClass"]).decode(dump_body(tree, vector["form"], line))
+        sent["hex"] = encode_typed_body(typed, vector["form"], line).hex()
     else:
         raise ValueError(f"unknown vector kind {kind}")
     return sent
