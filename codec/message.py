@@ -358,6 +358,11 @@ class MessageExt(Message):
         return self.sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG != 0
 
     @property
+    def client_msg_id(self) -> str:
+        """What ``MessageClientExt.getMsgId`` shows a consumer: ``UNIQ_KEY``, else the offset msgId."""
+        return self.uniq_key or self.msg_id
+
+    @property
     def offset_msg_id(self) -> str:
         """The broker's msgId for this record: store host + commitlog offset (``createMessageId``)."""
         return create_offset_msg_id(self.store_host, self.commitlog_offset)

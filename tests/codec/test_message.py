@@ -569,6 +569,10 @@ def test_convenience_accessors() -> None:
     assert MessageSysFlag.reset_transaction_value(msg.sys_flag, 0x8) == 0x109
     assert MessageSysFlag.get_transaction_value(0x10C) == 0xC
     assert _sample(properties={"UNIQ_KEY": "ABC"}).uniq_key == "ABC"
+    decoded, _ = decode_message_record(encode_message_record(_sample()))
+    assert decoded.client_msg_id == "7F000001A1B2C3D4E5F60718293A4B5C"
+    decoded.properties.clear()
+    assert decoded.client_msg_id == decoded.msg_id == "0A00000500002A9F0000000000001234"
 
 
 # ---------------------------------------------------------------------------------------------- Java oracle
