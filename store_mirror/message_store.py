@@ -204,7 +204,9 @@ class DefaultMessageStore:
         self.checkpoint = StoreCheckpoint(
             os.path.join(self.store_dir, "checkpoint"), read_only=self.read_only
         )
-        if not self.index_service.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp):
+        if self.config.message_index_enable and not self.index_service.load(
+            self.last_exit_ok, self.checkpoint.index_msg_timestamp
+        ):
             return False
         self._recover(self.last_exit_ok)
         return True

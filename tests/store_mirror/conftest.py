@@ -21,7 +21,7 @@ def small_config(**overrides: Any) -> MessageStoreConfig:
         "mapped_file_size_commit_log": 16 * 1024,
         "mapped_file_size_consume_queue": 20 * 50,
         "max_hash_slot_num": 64,
-        "max_index_num": 200,
+        "max_index_num": 256,
     }
     values.update(overrides)
     return MessageStoreConfig(**values)
