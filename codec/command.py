@@ -261,7 +261,7 @@ def _ext_items(cmd: RemotingCommand) -> list[tuple[str, str]]:
     ]
 
 
-def _json_header(cmd: RemotingCommand, dialect: JsonDialect) -> bytes:
+def _json_header_slow(cmd: RemotingCommand, dialect: JsonDialect) -> bytes:
     parts = ['{"code":', str(int(cmd.code))]
     if cmd.ext_fields is not None:
         parts.append(',"extFields":{')
@@ -276,6 +276,50 @@ def _json_header(cmd: RemotingCommand, dialect: JsonDialect) -> bytes:
     return "".join(parts).encode("utf-8", "replace")
 
 
+# orjson escapes strings exactly as fastjson2 does. fastjson 1 differs only for U+007F..U+009F and
+# U+2028/U+2029 (escaped by fastjson 1, raw in orjson) and in the hex case of \u000B-\u000F and
+# \u001A-\u001F. Output free of those sequences is therefore fastjson 1 output too; anything matching
+# (rare, and false positives are harmless) takes the explicit path.
+_FASTJSON1_ESCAPES_DIFFER = re.compile(rb"\\u00(?:0[bef]|1[a-f])")
+_FASTJSON1_RAW_DIFFER = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]")
+
+
+def _fastjson1_differs(out: bytes) -> bool:
+    return (
+        b"\x7f" in out
+        or _FASTJSON1_ESCAPES_DIFFER.search(out) is not None
+        or (not out.isascii() and _FASTJSON1_RAW_DIFFER.search(out) is not None)
+    )
+
+
+_LANGUAGE_NAME: dict[int, str] = {int(lc): lc.name for lc in LanguageCode}
+
+
+def _json_header(cmd: RemotingCommand, dialect: JsonDialect) -> bytes:
+    ext = cmd.ext_fields
+    language: int | str = _LANGUAGE_NAME.get(cmd.language, cmd.language)
+    header: dict[str, Any]
+    if ext is not None:
+        ordered = {
+            k: v for k in java_hash_map_order(ext, cmd.ext_fields_capacity) if (v := ext[k]) is not None
+        }
+        header = {"code": cmd.code, "extFields": ordered, "flag": cmd.flag, "language": language}
+    else:
+        header = {"code": cmd.code, "flag": cmd.flag, "language": language}
+    header["opaque"] = cmd.opaque
+    if cmd.remark is not None:
+        header["remark"] = cmd.remark
+    header["serializeTypeCurrentRPC"] = "JSON"
+    header["version"] = cmd.version
+    try:
+        out = orjson.dumps(header)
+    except (orjson.JSONEncodeError, TypeError):  # lone surrogates, out-of-range ints
+        return _json_header_slow(cmd, dialect)
+    if dialect is JsonDialect.FASTJSON1 and _fastjson1_differs(out):
+        return _json_header_slow(cmd, dialect)
+    return out
+
+
 # --- ROCKETMQ binary header ---------------------------------------------------------------------------
 
 _FIXED = struct.Struct(">HBHIIi")  # code, language, version, opaque, flag, remark length: 17 bytes
@@ -286,28 +330,55 @@ _KEY_LEN = struct.Struct(">H")
 _MIN_BINARY_HEADER = _FIXED.size + 4
 
 
+_KEY_PREFIXES: dict[str, bytes] = {}
+
+
+def _key_prefix(key: str) -> bytes:
+    """int16 length + UTF-8 of an ext key; the few distinct header names are cached."""
+    prefix = _KEY_PREFIXES.get(key)
+    if prefix is None:
+        kb = key.encode("utf-8", "replace")
+        prefix = _KEY_LEN.pack(len(kb) & 0xFFFF) + kb
+        if len(_KEY_PREFIXES) < 4096:
+            _KEY_PREFIXES[key] = prefix
+    return prefix
+
+
+def _ext_section(ext: dict[str, str], order: tuple[str, ...], errors: str) -> bytes:
+    parts: list[bytes] = []
+    append = parts.append
+    prefixes = _KEY_PREFIXES
+    pack_int = _INT.pack
+    for k in order:
+        v = ext[k]
+        if v is None:
+            continue
+        vb = v.encode("utf-8", errors)
+        append(prefixes.get(k) or _key_prefix(k))
+        append(pack_int(len(vb)))
+        append(vb)
+    return b"".join(parts)
+
+
 def _binary_header(cmd: RemotingCommand) -> bytes:
     remark = cmd.remark.encode("utf-8", "replace") if cmd.remark else b""
-    parts = [
-        _FIXED.pack(
-            cmd.code & 0xFFFF,
-            cmd.language & 0xFF,
-            cmd.version & 0xFFFF,
-            cmd.opaque & 0xFFFFFFFF,
-            cmd.flag & 0xFFFFFFFF,
-            len(remark),
-        ),
-        remark,
-        b"",  # map length, filled in below
-    ]
-    map_len = 0
-    for k, v in _ext_items(cmd):
-        kb = k.encode("utf-8", "replace")
-        vb = v.encode("utf-8", "replace")
-        parts += (_KEY_LEN.pack(len(kb) & 0xFFFF), kb, _INT.pack(len(vb)), vb)
-        map_len += 6 + len(kb) + len(vb)
-    parts[2] = _INT.pack(map_len)
-    return b"".join(parts)
+    ext = cmd.ext_fields
+    section = b""
+    if ext:
+        order = java_hash_map_order(ext, cmd.ext_fields_capacity)
+        try:
+            section = _ext_section(ext, order, "strict")
+        except UnicodeEncodeError:  # lone surrogates: String.getBytes(UTF_8) writes '?'
+            section = _ext_section(ext, order, "replace")
+    fixed = _FIXED.pack(
+        cmd.code & 0xFFFF,
+        cmd.language & 0xFF,
+        cmd.version & 0xFFFF,
+        cmd.opaque & 0xFFFFFFFF,
+        cmd.flag & 0xFFFFFFFF,
+        len(remark),
+    )
+    return b"".join((fixed, remark, _INT.pack(len(section)), section))
 
 
 def encode_header(cmd: RemotingCommand, dialect: JsonDialect = JsonDialect.FASTJSON1) -> bytes:
@@ -382,8 +453,8 @@ def _load_json(raw: memoryview) -> Any:
         raise FrameError(f"malformed JSON header: {exc}") from None
 
 
-def _decode_json(frame: memoryview, header_length: int, body: bytes | None) -> RemotingCommand:
-    header = _load_json(frame[4 : 4 + header_length])
+def _decode_json(frame: bytes, header_length: int, body: bytes | None) -> RemotingCommand:
+    header = _load_json(memoryview(frame)[4 : 4 + header_length])
     if type(header) is not dict:
         raise FrameError("JSON header is not an object")
     get = header.get
@@ -428,7 +499,46 @@ def _decode_json(frame: memoryview, header_length: int, body: bytes | None) -> R
     )
 
 
-def _decode_binary(frame: memoryview, header_length: int, body: bytes | None) -> RemotingCommand:
+def _text(raw: bytes) -> str:
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "replace")  # Java decodes malformed UTF-8 to U+FFFD
+
+
+def _decode_ext(frame: bytes, pos: int, ext_end: int, errors: str) -> dict[str, str]:
+    """The map section: repeated ``int16 keyLen, key, int32 valueLen, value``.
+
+    Java reads a zero length as null: ``HashMap.put(k, null)`` hides an earlier value for ``k``, and a
+    null key is unreachable by name, so both are left out here. Duplicate keys: the last one wins.
+    """
+    ext: dict[str, str] = {}
+    unpack_short = _SHORT.unpack_from
+    unpack_int = _INT.unpack_from
+    while pos < ext_end:
+        if pos + 6 > ext_end:
+            raise FrameError("truncated extFields entry")
+        key_len = unpack_short(frame, pos)[0]
+        key_start = pos + 2
+        key_end = key_start + key_len
+        if key_len < 0 or key_end + 4 > ext_end:
+            raise FrameError(f"bad extFields key length {key_len}")
+        value_len = unpack_int(frame, key_end)[0]
+        value_start = key_end + 4
+        pos = value_start + value_len
+        if value_len < 0 or pos > ext_end:
+            raise FrameError(f"bad extFields value length {value_len}")
+        if key_len:
+            if value_len:
+                ext[frame[key_start:key_end].decode("utf-8", errors)] = frame[value_start:pos].decode(
+                    "utf-8", errors
+                )
+            else:
+                ext.pop(frame[key_start:key_end].decode("utf-8", errors), None)
+    return ext
+
+
+def _decode_binary(frame: bytes, header_length: int, body: bytes | None) -> RemotingCommand:
     if header_length < _MIN_BINARY_HEADER:
         raise FrameError(f"ROCKETMQ header of {header_length} bytes is shorter than {_MIN_BINARY_HEADER}")
     end = 4 + header_length
@@ -438,7 +548,7 @@ def _decode_binary(frame: memoryview, header_length: int, body: bytes | None) ->
     if remark_len:
         if remark_len < 0 or pos + remark_len + 4 > end:
             raise FrameError(f"bad remark length {remark_len} in a {header_length}-byte header")
-        remark = str(frame[pos : pos + remark_len], "utf-8", "replace")
+        remark = _text(frame[pos : pos + remark_len])
         pos += remark_len
     (ext_len,) = _INT.unpack_from(frame, pos)
     pos += 4
@@ -447,30 +557,10 @@ def _decode_binary(frame: memoryview, header_length: int, body: bytes | None) ->
         ext_end = pos + ext_len
         if ext_end > end:
             raise FrameError(f"extFields length {ext_len} overruns the {header_length}-byte header")
-        ext = {}
-        while pos < ext_end:
-            if pos + 2 > ext_end:
-                raise FrameError("truncated extFields key length")
-            (key_len,) = _SHORT.unpack_from(frame, pos)
-            pos += 2
-            if key_len < 0 or pos + key_len + 4 > ext_end:
-                raise FrameError(f"bad extFields key length {key_len}")
-            key = str(frame[pos : pos + key_len], "utf-8", "replace") if key_len else None
-            pos += key_len
-            (value_len,) = _INT.unpack_from(frame, pos)
-            pos += 4
-            if value_len < 0 or pos + value_len > ext_end:
-                raise FrameError(f"bad extFields value length {value_len}")
-            value = str(frame[pos : pos + value_len], "utf-8", "replace") if value_len else None
-            pos += value_len
-            # Java reads a zero length as null: HashMap.put(k, null) hides an earlier value for k,
-            # and a null key is unreachable by name. Both are left out here.
-            if key is None:
-                continue
-            if value is None:
-                ext.pop(key, None)
-            else:
-                ext[key] = value
+        try:
+            ext = _decode_ext(frame, pos, ext_end, "strict")
+        except UnicodeDecodeError:  # Java decodes malformed UTF-8 to U+FFFD
+            ext = _decode_ext(frame, pos, ext_end, "replace")
     codes = _RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES
     return RemotingCommand(
         codes.get(code, code),
@@ -487,13 +577,14 @@ def _decode_binary(frame: memoryview, header_length: int, body: bytes | None) ->
 
 def decode_command(frame: bytes | bytearray | memoryview) -> RemotingCommand:
     """Decode one frame as :class:`~rmqtwin.codec.frame.FrameDecoder` yields it (no length word)."""
+    if type(frame) is not bytes:
+        frame = bytes(frame)
     serialize_type, header_length = split_header(frame)
-    view = memoryview(frame)
-    body = bytes(view[4 + header_length :]) if len(view) > 4 + header_length else None
+    body = frame[4 + header_length :] if len(frame) > 4 + header_length else None
     if serialize_type == SerializeType.JSON:
-        return _decode_json(view, header_length, body)
+        return _decode_json(frame, header_length, body)
     if serialize_type == SerializeType.ROCKETMQ:
-        return _decode_binary(view, header_length, body)
+        return _decode_binary(frame, header_length, body)
     raise FrameError(f"unknown serialize type {serialize_type}")
 
 
