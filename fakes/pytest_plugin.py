@@ -1,0 +1,251 @@
+"""pytest fixtures for rmqtwin's RocketMQ twin (registered as the ``rmqtwin`` pytest11 plugin).
+
+- ``rocketmq``: a fresh name server + broker on free ports with a temporary store, for one test;
+  ``rocketmq.namesrv_addr`` is what a client's ``setNamesrvAddr`` takes.
+- ``rocketmq_factory(**options)``: start more of them (``broker_conf={...}`` for broker.conf
+  properties such as ``messageDelayLevel``, ``broker_name=...``, ``mode=...``).
+
+``--rocketmq-mode`` (ini ``rocketmq_mode``) picks how: ``subprocess`` (default: ``rmqtwin serve``
+in a child process, works with any client and any reactor) or ``inprocess`` (inside the test
+process on pytest-twisted's reactor; falls back to a subprocess without it). This module imports
+nothing heavy: every pytest run in an environment with rmqtwin installed loads it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+READY_PATTERN = re.compile(r"rmqtwin ready: (.*)")
+START_TIMEOUT = 60.0
+
+
+@dataclass
+class RunningTwin:
+    """A running fake: addresses, its store, and how to stop it."""
+
+    namesrv_addr: str
+    broker_addr: str
+    store_dir: str
+    broker_name: str
+    cluster_name: str
+    process: subprocess.Popen[str] | None = None
+    server: Any = None
+    output: list[str] = field(default_factory=list)
+    _cleanup_dir: str | None = None
+
+    @property
+    def vip_addr(self) -> str:
+        host, _, port = self.broker_addr.rpartition(":")
+        return f"{host}:{int(port) - 2}"
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        if self.server is not None:
+            import pytest_twisted
+
+            pytest_twisted.blockon(self.server.stop())
+            self.server = None
+        if self._cleanup_dir is not None:
+            shutil.rmtree(self._cleanup_dir, ignore_errors=True)
+            self._cleanup_dir = None
+
+
+def _write_conf(path: str, props: dict[str, Any]) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        for key, value in props.items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            fh.write(f"{key}={text}\n")
+
+
+def _parse_ready(line: str) -> dict[str, str]:
+    match = READY_PATTERN.search(line)
+    if match is None:
+        return {}
+    return dict(part.split("=", 1) for part in match.group(1).split() if "=" in part)
+
+
+def start_subprocess(
+    store_dir: str, *, broker_conf: dict[str, Any] | None = None, broker_name: str = "broker-a"
+) -> RunningTwin:
+    """``rmqtwin serve`` on free loopback ports; returns once it printed its ready line."""
+    conf_path = os.path.join(store_dir, "broker.conf")
+    os.makedirs(store_dir, exist_ok=True)
+    _write_conf(conf_path, {"brokerName": broker_name, **(broker_conf or {})})
+    argv = [
+        sys.executable,
+        "-m",
+        "rmqtwin",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--namesrv-port",
+        "0",
+        "--broker-port",
+        "0",
+        "--store",
+        os.path.join(store_dir, "store"),
+        "--config",
+        conf_path,
+    ]
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode caching halves the start-up time
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    assert process.stdout is not None
+    output: list[str] = []
+    found: dict[str, str] = {}
+    timer = threading.Timer(START_TIMEOUT, process.kill)
+    timer.start()
+    try:
+        for line in process.stdout:
+            output.append(line)
+            found = _parse_ready(line)
+            if found:
+                break
+    finally:
+        timer.cancel()
+    if not found:
+        process.kill()
+        process.wait()
+        raise RuntimeError("rmqtwin serve did not start:\n" + "".join(output[-40:]))
+    twin = RunningTwin(
+        namesrv_addr=found["namesrv"],
+        broker_addr=found["broker"],
+        store_dir=found["store"],
+        broker_name=found.get("name", broker_name),
+        cluster_name=found.get("cluster", "DefaultCluster"),
+        process=process,
+        output=output,
+    )
+    threading.Thread(target=_drain, args=(process, output), daemon=True).start()
+    return twin
+
+
+def _drain(process: subprocess.Popen[str], output: list[str]) -> None:
+    assert process.stdout is not None
+    for line in process.stdout:
+        if len(output) < 10_000:
+            output.append(line)
+
+
+def start_inprocess(
+    store_dir: str, *, broker_conf: dict[str, Any] | None = None, broker_name: str = "broker-a"
+) -> RunningTwin:
+    """The fake on pytest-twisted's reactor, in this process."""
+    import pytest_twisted
+    from twisted.internet import reactor
+
+    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.fakes.service import ServeOptions, TwinServer
+
+    config = BrokerConfig.from_properties({"brokerName": broker_name})
+    config.update(
+        {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (broker_conf or {}).items()}
+    )
+    options = ServeOptions(
+        host="127.0.0.1",
+        namesrv_port=0,
+        broker_port=0,
+        store=os.path.join(store_dir, "store"),
+        config=config,
+    )
+    server = TwinServer(options, reactor)
+    pytest_twisted.blockon(server.start())
+    assert server.namesrv_address is not None and server.broker_address is not None
+    return RunningTwin(
+        namesrv_addr=server.namesrv_address,
+        broker_addr=server.broker_address,
+        store_dir=os.path.abspath(options.store),
+        broker_name=config.broker_name,
+        cluster_name=config.broker_cluster_name,
+        server=server,
+    )
+
+
+class RocketMQFactory:
+    """Starts fakes for tests and stops them all at the end."""
+
+    def __init__(self, mode: str, base_dir: str) -> None:
+        self.mode = mode
+        self.base_dir = base_dir
+        self.running: list[RunningTwin] = []
+        self._count = 0
+
+    def __call__(
+        self,
+        *,
+        broker_conf: dict[str, Any] | None = None,
+        broker_name: str = "broker-a",
+        mode: str | None = None,
+        store_dir: str | None = None,
+    ) -> RunningTwin:
+        self._count += 1
+        cleanup = None
+        if store_dir is None:
+            store_dir = tempfile.mkdtemp(prefix=f"rmqtwin-{self._count}-", dir=self.base_dir)
+            cleanup = store_dir
+        chosen = mode or self.mode
+        if chosen == "inprocess" and "pytest_twisted" in sys.modules:
+            twin = start_inprocess(store_dir, broker_conf=broker_conf, broker_name=broker_name)
+        else:
+            twin = start_subprocess(store_dir, broker_conf=broker_conf, broker_name=broker_name)
+        twin._cleanup_dir = cleanup
+        self.running.append(twin)
+        return twin
+
+    def close(self) -> None:
+        for twin in reversed(self.running):
+            twin.stop()
+        self.running.clear()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rmqtwin", "rmqtwin RocketMQ twin")
+    group.addoption(
+        "--rocketmq-mode",
+        default=None,
+        choices=("subprocess", "inprocess"),
+        help="how the rocketmq fixture runs the twin (default: subprocess)",
+    )
+    parser.addini("rocketmq_mode", "how the rocketmq fixture runs the twin", default="subprocess")
+
+
+@pytest.fixture(scope="session")
+def rocketmq_factory(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RocketMQFactory]:
+    mode = (
+        request.config.getoption("--rocketmq-mode") or request.config.getini("rocketmq_mode") or "subprocess"
+    )
+    factory = RocketMQFactory(str(mode), str(tmp_path_factory.mktemp("rmqtwin")))
+    try:
+        yield factory
+    finally:
+        factory.close()
+
+
+@pytest.fixture
+def rocketmq(rocketmq_factory: RocketMQFactory) -> Iterator[RunningTwin]:
+    twin = rocketmq_factory()
+    try:
+        yield twin
+    finally:
+        twin.stop()
+        if twin in rocketmq_factory.running:
+            rocketmq_factory.running.remove(twin)

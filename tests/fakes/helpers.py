@@ -1,0 +1,132 @@
+"""Drive the fakes' protocols in memory: StringTransport for the wire, Clock for time."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from twisted.internet import defer
+from twisted.internet.address import IPv4Address
+from twisted.internet.task import Clock
+from twisted.internet.testing import StringTransport
+
+from rmqtwin.codec.command import RemotingCommand, create_request
+from rmqtwin.codec.connection import RemotingConnection, RequestReceived, ResponseReceived
+from rmqtwin.fakes.broker.controller import BrokerController
+from rmqtwin.fakes.config import BrokerConfig
+from rmqtwin.fakes.server import RemotingProtocol
+from rmqtwin.store_mirror.message_store import DefaultMessageStore, MessageStoreConfig
+
+_port = [50000]
+
+
+class Peer:
+    """One client connection to a server protocol, in memory."""
+
+    def __init__(self, dispatcher: Any, clock: Clock, on_close: Any = None) -> None:
+        _port[0] += 1
+        self.transport = StringTransport(
+            hostAddress=IPv4Address("TCP", "127.0.0.1", 10911),
+            peerAddress=IPv4Address("TCP", "127.0.0.1", _port[0]),
+        )
+        self.proto = RemotingProtocol(dispatcher, clock, on_close=on_close)
+        self.proto.makeConnection(self.transport)
+        self.client = RemotingConnection(first_opaque=1)
+        self.clock = clock
+        self.requests_from_server: list[RemotingCommand] = []
+
+    def send(self, code: int, ext: dict[str, Any] | None = None, body: bytes | None = None, **kw: Any) -> int:
+        fields = (
+            None
+            if ext is None
+            else {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in ext.items()}
+        )
+        request = create_request(code, fields, body, **kw)
+        opaque = self.client.send_request(request, now=self.clock.seconds(), timeout=3600)
+        data = self.client.data_to_send()
+        self.proto.dataReceived(data)
+        return opaque
+
+    def responses(self) -> list[RemotingCommand]:
+        """Everything the server wrote since the last call (server requests kept aside)."""
+        data = self.transport.value()
+        self.transport.clear()
+        out = []
+        for event in self.client.receive_data(data):
+            if isinstance(event, ResponseReceived):
+                out.append(event.command)
+            elif isinstance(event, RequestReceived):
+                self.requests_from_server.append(event.command)
+        return out
+
+    def call(
+        self, code: int, ext: dict[str, Any] | None = None, body: bytes | None = None, **kw: Any
+    ) -> RemotingCommand:
+        opaque = self.send(code, ext, body, **kw)
+        answers = [r for r in self.responses() if r.opaque == opaque]
+        assert len(answers) == 1, f"expected one response to code {code}, got {answers}"
+        return answers[0]
+
+    def close(self) -> None:
+        self.proto.connectionLost(None)
+
+
+def make_broker(tmp_path: Any, clock: Clock, **props: str) -> BrokerController:
+    config = BrokerConfig.from_properties({"brokerName": "broker-a", "brokerIP1": "127.0.0.1", **props})
+    store_dir = os.path.join(str(tmp_path), "store")
+    store_config = MessageStoreConfig(
+        mapped_file_size_commit_log=1024 * 1024,
+        mapped_file_size_consume_queue=20 * 1000,
+        message_delay_level=config.message_delay_level,
+        max_message_size=config.max_message_size,
+    )
+    store = DefaultMessageStore(
+        store_dir,
+        store_config,
+        reactor=clock,
+        run_blocking=defer.maybeDeferred,
+        now_ms=lambda: int(clock.seconds() * 1000),
+    )
+    broker = BrokerController(config, store_dir, clock, store=store)
+    assert broker.load()
+    broker.start()
+    return broker
+
+
+def send_v2(
+    peer: Peer,
+    topic: str,
+    body: bytes,
+    *,
+    tags: str | None = None,
+    keys: str | None = None,
+    queue_id: int = 0,
+    props: dict[str, str] | None = None,
+) -> RemotingCommand:
+    from rmqtwin.codec.codes import RequestCode
+
+    properties = dict(props or {})
+    if tags:
+        properties["TAGS"] = tags
+    if keys:
+        properties["KEYS"] = keys
+    properties.setdefault("WAIT", "true")
+    return peer.call(
+        RequestCode.SEND_MESSAGE_V2,
+        {
+            "a": "pg",
+            "b": topic,
+            "c": "TBW102",
+            "d": 4,
+            "e": queue_id,
+            "f": 0,
+            "g": int(peer.clock.seconds() * 1000),
+            "h": 0,
+            "i": "\x02".join(f"{k}\x01{v}" for k, v in properties.items()),
+            "j": 0,
+            "k": False,
+            "m": False,
+        },
+        body,
+        version=409,
+    )

@@ -1,0 +1,371 @@
+"""Broker handlers over an in-memory connection, a real store in a temp dir, time on a Clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from twisted.internet.task import Clock
+
+from rmqtwin.codec import fastjson
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.message import Message, decode_message_records, encode_batch
+from rmqtwin.fakes.broker.controller import BrokerController
+from tests.fakes.helpers import Peer, make_broker, send_v2
+
+FAST_DELAYS = " ".join(["1s"] * 18)
+
+
+@pytest.fixture
+def env(tmp_path: Any) -> Any:
+    clock = Clock()
+    clock.advance(1_700_000_000)
+    broker = make_broker(tmp_path, clock, messageDelayLevel=FAST_DELAYS)
+    yield broker, clock
+    broker.shutdown()
+
+
+def peer(broker: BrokerController, clock: Clock) -> Peer:
+    return Peer(broker.dispatcher, clock, on_close=broker.channel_closed)
+
+
+def heartbeat(p: Peer, group: str, topic: str, sub: str = "*", client_id: str = "127.0.0.1@1") -> None:
+    from rmqtwin.fakes.broker.pull import build_subscription_data
+
+    data = build_subscription_data(topic, sub)
+    data["subVersion"] = 1
+    body = orjson.dumps(
+        {
+            "clientID": client_id,
+            "consumerDataSet": [
+                {
+                    "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET",
+                    "consumeType": "CONSUME_PASSIVELY",
+                    "groupName": group,
+                    "messageModel": "CLUSTERING",
+                    "subscriptionDataSet": [data],
+                    "unitMode": False,
+                }
+            ],
+            "producerDataSet": [{"groupName": "CLIENT_INNER_PRODUCER"}],
+        }
+    )
+    answer = p.call(RequestCode.HEART_BEAT, None, body, version=409)
+    assert answer.code == ResponseCode.SUCCESS
+
+
+def pull_header(
+    group: str, topic: str, offset: int, *, suspend: int = 15000, sys_flag: int = 2, queue_id: int = 0
+) -> dict[str, Any]:
+    return {
+        "consumerGroup": group,
+        "topic": topic,
+        "queueId": queue_id,
+        "queueOffset": offset,
+        "maxMsgNums": 32,
+        "sysFlag": sys_flag,
+        "commitOffset": 0,
+        "suspendTimeoutMillis": suspend,
+        "subVersion": 0,
+    }
+
+
+def test_send_then_pull_returns_the_stored_record(env: Any) -> None:
+    broker, clock = env
+    p = peer(broker, clock)
+    sent = send_v2(p, "TopicA", b"hello", tags="TagA", keys="K1")
+    assert sent.code == ResponseCode.SUCCESS
+    ext = sent.ext_fields or {}
+    assert ext["queueId"] == "0" and ext["queueOffset"] == "0"
+    assert ext["MSG_REGION"] == "DefaultRegion" and ext["TRACE_ON"] == "true"
+    assert len(ext["msgId"]) == 32
+    heartbeat(p, "g1", "TopicA")
+    got = p.call(RequestCode.PULL_MESSAGE, pull_header("g1", "TopicA", 0))
+    assert got.code == ResponseCode.SUCCESS and got.remark == "FOUND"
+    assert (got.ext_fields or {})["nextBeginOffset"] == "1"
+    (msg,) = decode_message_records(got.body or b"")
+    assert msg.body == b"hello" and msg.topic == "TopicA"
+    assert msg.properties["CLUSTER"] == "DefaultCluster" and "WAIT" not in msg.properties
+
+
+def test_long_poll_is_answered_when_a_message_arrives(env: Any) -> None:
+    broker, clock = env
+    consumer, producer = peer(broker, clock), peer(broker, clock)
+    send_v2(producer, "TopicL", b"first")
+    heartbeat(consumer, "g1", "TopicL")
+    opaque = consumer.send(RequestCode.PULL_MESSAGE, pull_header("g1", "TopicL", 1))
+    assert consumer.responses() == []  # parked: nothing new after offset 1
+    clock.advance(5)
+    assert consumer.responses() == []
+    send_v2(producer, "TopicL", b"second")
+    (answer,) = consumer.responses()
+    assert answer.opaque == opaque and answer.code == ResponseCode.SUCCESS
+    assert [m.body for m in decode_message_records(answer.body or b"")] == [b"second"]
+
+
+def test_long_poll_times_out_with_pull_not_found(env: Any) -> None:
+    broker, clock = env
+    consumer = peer(broker, clock)
+    send_v2(consumer, "TopicT", b"only")
+    heartbeat(consumer, "g1", "TopicT")
+    opaque = consumer.send(RequestCode.PULL_MESSAGE, pull_header("g1", "TopicT", 1, suspend=15000))
+    clock.advance(14.9)
+    assert consumer.responses() == []
+    clock.advance(0.2)
+    (answer,) = consumer.responses()
+    assert (answer.opaque, answer.code, answer.remark) == (
+        opaque,
+        ResponseCode.PULL_NOT_FOUND,
+        "OFFSET_OVERFLOW_ONE",
+    )
+    assert (answer.ext_fields or {})["nextBeginOffset"] == "1"
+
+
+def test_pull_without_suspend_flag_answers_at_once(env: Any) -> None:
+    broker, clock = env
+    consumer = peer(broker, clock)
+    heartbeat(consumer, "g1", "TopicE")
+    send_v2(consumer, "TopicE", b"x")
+    answer = consumer.call(RequestCode.PULL_MESSAGE, pull_header("g1", "TopicE", 1, sys_flag=0))
+    assert answer.code == ResponseCode.PULL_NOT_FOUND
+    moved = consumer.call(RequestCode.PULL_MESSAGE, pull_header("g1", "TopicE", 7, sys_flag=0))
+    assert (moved.code, moved.remark) == (ResponseCode.PULL_OFFSET_MOVED, "OFFSET_OVERFLOW_BADLY")
+
+
+def test_tag_filter_skips_other_tags(env: Any) -> None:
+    broker, clock = env
+    p = peer(broker, clock)
+    for tag in ("TagA", "TagB", "TagA"):
+        send_v2(p, "TopicF", tag.encode(), tags=tag)
+    heartbeat(p, "gf", "TopicF", sub="TagB")
+    got = p.call(RequestCode.PULL_MESSAGE, pull_header("gf", "TopicF", 0))
+    assert [m.body for m in decode_message_records(got.body or b"")] == [b"TagB"]
+    assert (got.ext_fields or {})["nextBeginOffset"] == "3"
+
+
+def test_pull_needs_a_heartbeat_subscription(env: Any) -> None:
+    broker, clock = env
+    p = peer(broker, clock)
+    send_v2(p, "TopicS", b"x")
+    answer = p.call(RequestCode.PULL_MESSAGE, pull_header("nobody", "TopicS", 0))
+    assert answer.code == ResponseCode.SUBSCRIPTION_NOT_EXIST
+    assert (answer.remark or "").startswith("the consumer's group info not exist")
+
+
+def test_send_rejections_use_the_brokers_codes_and_remarks(env: Any) -> None:
+    broker, clock = env
+    p = peer(broker, clock)
+    bad = send_v2(p, "bad topic!", b"x")
+    assert bad.code == ResponseCode.SYSTEM_ERROR
+    assert bad.remark == "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    long = send_v2(p, "T" * 128, b"x")
+    assert (long.code, long.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        "The specified topic is longer than topic max length.",
+    )
+    forbidden = send_v2(p, "SCHEDULE_TOPIC_XXXX", b"x")
+    assert (forbidden.code, forbidden.remark) == (
+        ResponseCode.NO_PERMISSION,
+        "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden.",
+    )
+    send_v2(p, "TopicQ", b"x")
+    queue = send_v2(p, "TopicQ", b"x", queue_id=9)
+    assert queue.code == ResponseCode.SYSTEM_ERROR
+    assert (queue.remark or "").startswith(
+        "request queueId[9] is illegal, TopicConfig [topicName=TopicQ, readQueueNums=4"
+    )
+    big = send_v2(p, "TopicQ", b"x" * (4 * 1024 * 1024 + 1))
+    assert big.code == ResponseCode.MESSAGE_ILLEGAL
+    missing = p.call(RequestCode.SEND_MESSAGE_V2, {"b": "TopicQ"}, b"x")
+    assert missing.code == ResponseCode.SYSTEM_ERROR
+    unknown = p.call(4242)
+    assert (unknown.code, unknown.remark) == (
+        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+        " request type 4242 not supported",
+    )
+    assert send_v2(p, "TopicQ", b"still fine").code == ResponseCode.SUCCESS
+
+
+def test_auto_created_topic_takes_min_of_request_and_template(env: Any) -> None:
+    broker, clock = env
+    p = peer(broker, clock)
+    send_v2(p, "TopicAuto", b"x")
+    config = broker.topics.get("TopicAuto")
+    assert config is not None
+    assert (config["readQueueNums"], config["writeQueueNums"], config["perm"]) == (4, 4, 6)
+
+
+def test_batch_send_stores_each_message(env: Any) -> None:
+    broker, clock = env
+    p = peer(broker, clock)
+    send_v2(p, "TopicBatch", b"warm")
+    body = encode_batch(
+        [
+            Message(topic="TopicBatch", body=f"m{i}".encode(), properties={"UNIQ_KEY": f"U{i}"})
+            for i in range(3)
+        ]
+    )
+    header = {
+        "a": "pg",
+        "b": "TopicBatch",
+        "c": "TBW102",
+        "d": 4,
+        "e": 1,
+        "f": 0,
+        "g": 0,
+        "h": 0,
+        "i": "WAIT\x01true",
+        "j": 0,
+        "k": False,
+        "m": True,
+    }
+    answer = p.call(RequestCode.SEND_BATCH_MESSAGE, header, body, version=409)
+    assert answer.code == ResponseCode.SUCCESS
+    assert len((answer.ext_fields or {})["msgId"].split(",")) == 3
+    assert broker.store.get_max_offset_in_queue("TopicBatch", 1) == 3
+
+
+def test_consumer_offsets_query_update_and_persist(env: Any, tmp_path: Any) -> None:
+    broker, clock = env
+    p = peer(broker, clock)
+    send_v2(p, "TopicO", b"x")
+    header = {"consumerGroup": "go", "topic": "TopicO", "queueId": 0}
+    first = p.call(RequestCode.QUERY_CONSUMER_OFFSET, header)
+    assert (first.code, (first.ext_fields or {}).get("offset")) == (ResponseCode.SUCCESS, "0")
+    assert (
+        p.call(RequestCode.UPDATE_CONSUMER_OFFSET, {**header, "commitOffset": 1}).code == ResponseCode.SUCCESS
+    )
+    assert (p.call(RequestCode.QUERY_CONSUMER_OFFSET, header).ext_fields or {})["offset"] == "1"
+    clock.advance(5)  # the 5-second offset persister
+    with open(broker.files.path("consumerOffset.json"), "rb") as fh:
+        raw = fh.read()
+    assert fastjson.loads(raw) == {"offsetTable": {"TopicO@go": {0: 1}}}
+    assert b"{0:1}" in raw
+
+
+def test_heartbeat_registers_consumers_and_notifies_the_group(env: Any) -> None:
+    broker, clock = env
+    a, b = peer(broker, clock), peer(broker, clock)
+    heartbeat(a, "gn", "TopicN", client_id="127.0.0.1@a")  # a new member: every member is told (Java too)
+    assert [r.code for r in a.requests_from_server] == [RequestCode.NOTIFY_CONSUMER_IDS_CHANGED]
+    heartbeat(a, "gn", "TopicN", client_id="127.0.0.1@a")  # nothing changed: no notification
+    assert len(a.requests_from_server) == 1
+    heartbeat(b, "gn", "TopicN", client_id="127.0.0.1@b")
+    a.responses()
+    assert [r.code for r in a.requests_from_server] == [RequestCode.NOTIFY_CONSUMER_IDS_CHANGED] * 2
+    assert a.requests_from_server[1].is_oneway and a.requests_from_server[1].ext_fields == {
+        "consumerGroup": "gn"
+    }
+    ids = orjson.loads(a.call(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "gn"}).body or b"")
+    assert sorted(ids["consumerIdList"]) == ["127.0.0.1@a", "127.0.0.1@b"]
+    assert broker.topics.get("%RETRY%gn") is not None
+    b.close()
+    ids = orjson.loads(a.call(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "gn"}).body or b"")
+    assert ids["consumerIdList"] == ["127.0.0.1@a"]
+    a.call(RequestCode.UNREGISTER_CLIENT, {"clientID": "127.0.0.1@a", "consumerGroup": "gn"})
+    none = a.call(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "gn"})
+    assert (none.code, none.remark) == (ResponseCode.SYSTEM_ERROR, "no consumer for this group, gn")
+
+
+def test_send_back_redelivers_through_the_retry_topic_after_the_delay(env: Any) -> None:
+    broker, clock = env
+    p = peer(broker, clock)
+    heartbeat(p, "gr", "TopicR")
+    send_v2(p, "TopicR", b"again", keys="K")
+    (msg,) = decode_message_records(
+        p.call(RequestCode.PULL_MESSAGE, pull_header("gr", "TopicR", 0)).body or b""
+    )
+    back = {
+        "offset": msg.commitlog_offset,
+        "group": "gr",
+        "delayLevel": 0,
+        "originMsgId": "X",
+        "originTopic": "TopicR",
+        "maxReconsumeTimes": 16,
+    }
+    assert p.call(RequestCode.CONSUMER_SEND_MSG_BACK, back, version=409).code == ResponseCode.SUCCESS
+    assert (
+        broker.store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 2) == 1
+    )  # level 3 = 3 + reconsumeTimes 0
+    assert broker.store.get_max_offset_in_queue("%RETRY%gr", 0) == 0
+    clock.advance(0.5)
+    assert broker.store.get_max_offset_in_queue("%RETRY%gr", 0) == 0
+    clock.advance(1.0)
+    assert broker.store.get_max_offset_in_queue("%RETRY%gr", 0) == 1
+    got = p.call(
+        RequestCode.PULL_MESSAGE, {**pull_header("gr", "%RETRY%gr", 0, sys_flag=6), "subscription": "*"}
+    )
+    (retry,) = decode_message_records(got.body or b"")
+    assert retry.body == b"again" and retry.reconsume_times == 1
+    assert retry.properties["RETRY_TOPIC"] == "TopicR"
+    assert retry.properties["ORIGIN_MESSAGE_ID"] == msg.offset_msg_id
+    assert retry.properties["DELAY"] == "3"  # 4.9.8 keeps the parked properties on re-delivery
+
+
+def test_send_back_past_max_reconsume_goes_to_dlq(env: Any) -> None:
+    broker, clock = env
+    p = peer(broker, clock)
+    heartbeat(p, "gd", "TopicD")
+    send_v2(p, "TopicD", b"dead")
+    (msg,) = decode_message_records(
+        p.call(RequestCode.PULL_MESSAGE, pull_header("gd", "TopicD", 0)).body or b""
+    )
+    back = {"offset": msg.commitlog_offset, "group": "gd", "delayLevel": 0, "maxReconsumeTimes": 0}
+    assert p.call(RequestCode.CONSUMER_SEND_MSG_BACK, back, version=409).code == ResponseCode.SUCCESS
+    assert broker.store.get_max_offset_in_queue("%DLQ%gd", 0) == 1
+
+
+def test_query_by_key_and_view_by_offset(env: Any) -> None:
+    broker, clock = env
+    p = peer(broker, clock)
+    send_v2(p, "TopicK", b"keyed", keys="order-1")
+    found = p.call(
+        RequestCode.QUERY_MESSAGE,
+        {"topic": "TopicK", "key": "order-1", "maxNum": 32, "beginTimestamp": 0, "endTimestamp": 2**62},
+    )
+    assert found.code == ResponseCode.SUCCESS
+    (msg,) = decode_message_records(found.body or b"")
+    assert msg.body == b"keyed"
+    none = p.call(
+        RequestCode.QUERY_MESSAGE,
+        {"topic": "TopicK", "key": "nope", "maxNum": 32, "beginTimestamp": 0, "endTimestamp": 2**62},
+    )
+    assert (none.code, none.remark) == (
+        ResponseCode.QUERY_NOT_FOUND,
+        "can not find message, maybe time range not correct",
+    )
+    view = p.call(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": msg.commitlog_offset})
+    assert view.code == ResponseCode.SUCCESS and decode_message_records(view.body or b"")[0].body == b"keyed"
+    gone = p.call(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": 999999})
+    assert (gone.code, gone.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        "can not find message by the offset, 999999",
+    )
+
+
+def test_admin_topic_create_stats_and_delete(env: Any) -> None:
+    broker, clock = env
+    p = peer(broker, clock)
+    create = {
+        "topic": "AdminT",
+        "defaultTopic": "TBW102",
+        "readQueueNums": 2,
+        "writeQueueNums": 2,
+        "perm": 6,
+        "topicFilterType": "SINGLE_TAG",
+        "order": False,
+    }
+    assert p.call(RequestCode.UPDATE_AND_CREATE_TOPIC, create).code == ResponseCode.SUCCESS
+    conflict = p.call(RequestCode.UPDATE_AND_CREATE_TOPIC, {**create, "topic": "TBW102"})
+    assert (conflict.code, conflict.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        "The topic[TBW102] is conflict with system topic.",
+    )
+    send_v2(p, "AdminT", b"x", queue_id=1)
+    stats = fastjson.loads(p.call(RequestCode.GET_TOPIC_STATS_INFO, {"topic": "AdminT"}).body or b"")
+    offsets = {key["queueId"]: value["maxOffset"] for key, value in stats["offsetTable"].items()}
+    assert offsets == {0: 0, 1: 1}
+    assert p.call(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "AdminT"}).code == ResponseCode.SUCCESS
+    missing = p.call(RequestCode.GET_TOPIC_STATS_INFO, {"topic": "AdminT"})
+    assert (missing.code, missing.remark) == (ResponseCode.TOPIC_NOT_EXIST, "topic[AdminT] not exist")
