@@ -18,6 +18,8 @@ from typing import BinaryIO
 
 import orjson
 
+from rmqtwin.proxy.wire import mask_credentials, peek_summary
+
 __all__ = [
     "DIR_TO_CLIENT",
     "DIR_TO_SERVER",
@@ -78,6 +80,9 @@ class CaptureFormatError(ValueError):
     """The file is not an rmqtwin capture, or is of a version this reader cannot read."""
 
 
+_PACKED: dict[str, bytes] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     host: str
@@ -87,13 +92,18 @@ class Endpoint:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
     def packed(self) -> bytes:
-        try:
-            addr = ipaddress.ip_address(self.host)
-        except ValueError:
-            return bytes(16)
-        if isinstance(addr, ipaddress.IPv4Address):
-            return ipaddress.IPv6Address(b"\0" * 10 + b"\xff\xff" + addr.packed).packed
-        return addr.packed
+        """The host as 16 bytes (IPv4 as IPv4-mapped IPv6; a name that is no address as zeros)."""
+        raw = _PACKED.get(self.host)
+        if raw is None:
+            try:
+                addr = ipaddress.ip_address(self.host)
+            except ValueError:
+                raw = bytes(16)
+            else:
+                raw = b"\0" * 10 + b"\xff\xff" + addr.packed if addr.version == 4 else addr.packed
+            if len(_PACKED) < 65536:
+                _PACKED[self.host] = raw
+        return raw
 
     @classmethod
     def unpacked(cls, raw: bytes, port: int) -> Endpoint:
@@ -363,13 +373,7 @@ def frame_record(
     redact: bool = True,
 ) -> Record:
     """A REC_FRAME record for ``frame``, with its header peeked and credentials masked (``redact``)."""
-    from rmqtwin.proxy.wire import mask_credentials, peek_header
-
-    if flags & FLAG_RAW:
-        return Record(
-            REC_FRAME, direction, flags, 255, mono_ns, wall_ns, conn_id, client, server, -1, -1, -1, frame
-        )
-    peek = peek_header(frame)
+    peek = None if flags & FLAG_RAW else peek_summary(frame)
     if peek is None:
         return Record(
             REC_FRAME, direction, flags, 255, mono_ns, wall_ns, conn_id, client, server, -1, -1, -1, frame
@@ -383,15 +387,15 @@ def frame_record(
         REC_FRAME,
         direction,
         flags | FLAG_DECODED,
-        peek.serialize_type,
+        peek[0],
         mono_ns,
         wall_ns,
         conn_id,
         client,
         server,
-        peek.code,
-        peek.opaque,
-        peek.flag,
+        peek[1],
+        peek[2],
+        peek[3],
         frame,
     )
 

@@ -23,6 +23,7 @@ __all__ = [
     "HeaderPeek",
     "mask_credentials",
     "peek_header",
+    "peek_summary",
 ]
 
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
@@ -35,6 +36,7 @@ CREDENTIAL_FIELDS = ("AccessKey", "Signature", "SecurityToken")
 """ACL 1.0 ext fields added by ``AclClientRPCHook``; masked in recorded copies by default."""
 
 _U32 = struct.Struct(">I")
+_TWO_U32 = struct.Struct(">II")
 _BINARY_FIXED = struct.Struct(">hBhiii")  # code, language, version, opaque, flag, remarkLen
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -156,6 +158,31 @@ def peek_header(frame: bytes | memoryview) -> HeaderPeek | None:
     return None
 
 
+def peek_summary(frame: bytes) -> tuple[int, int, int, int] | None:
+    """(serialize type, code, opaque, flag) of a whole frame, or ``None``: the recorder's cheap peek."""
+    if len(frame) < 8:
+        return None
+    length, mark = _TWO_U32.unpack_from(frame, 0)
+    serialize_type = mark >> 24
+    header_length = mark & 0xFFFFFF
+    if length + 4 != len(frame) or header_length > length - 4:
+        return None
+    try:
+        if serialize_type == 0:
+            obj = orjson.loads(frame[8 : 8 + header_length])
+            if not isinstance(obj, dict) or not isinstance(obj.get("extFields", {}), dict | None):
+                return None
+            return 0, int(obj.get("code", 0)), int(obj.get("opaque", 0)), int(obj.get("flag", 0))
+        if serialize_type == 1:
+            code, _, _, opaque, flag, _ = _BINARY_FIXED.unpack_from(frame, 8)
+            if header_length < _BINARY_FIXED.size + 4:
+                return None
+            return 1, code, opaque, flag
+    except (ValueError, TypeError, struct.error):
+        return None
+    return None
+
+
 def _peek_json(header: bytes, header_length: int) -> HeaderPeek | None:
     obj = orjson.loads(header)
     if not isinstance(obj, dict):
@@ -210,6 +237,7 @@ def _binary_entries(header: bytes | bytearray, pos: int, end: int) -> list[tuple
     return out
 
 
+_CREDENTIAL_BYTES = tuple(name.encode() for name in CREDENTIAL_FIELDS)
 _JSON_CREDENTIAL = re.compile(rb'"(AccessKey|Signature|SecurityToken)":"((?:[^"\\]|\\.)*)"')
 
 
@@ -225,7 +253,7 @@ def mask_credentials(frame: bytes) -> bytes | None:
     serialize_type = mark >> 24
     header_end = 8 + (mark & 0xFFFFFF)
     header = frame[8:header_end]
-    if not any(name.encode() in header for name in CREDENTIAL_FIELDS):
+    if not any(name in header for name in _CREDENTIAL_BYTES):
         return None
     out = bytearray(frame)
     hits = 0

@@ -223,7 +223,8 @@ def test_transaction_check_back_flows_back_on_the_producer_connection(line: Line
     got = line.client.push_consumer(
         line.proxy.namesrv, topic, group=unique("gt"), expect=2, timeoutMs=60_000
     ).check()
-    assert sorted(e.get("body") for e in got.received) == ["tx-0", "tx-1"]
+    # at-least-once: a half message checked twice before its first commit lands is committed twice (5.x)
+    assert {e.get("body") for e in got.received} == {"tx-0", "tx-1"}
 
     settle(line.proxy)
     records = line.proxy.records()
@@ -246,6 +247,14 @@ def test_transaction_check_back_flows_back_on_the_producer_connection(line: Line
     assert len(from_check) >= 2
 
 
+def mqadmin_patiently(client: Any, ns: str, *args: str) -> Any:
+    """mqadmin with one retry when its 3 s call timeout expired (a loaded 2-core machine), nothing else."""
+    result = client.mqadmin(ns, *args)
+    if not result.ok and "RemotingTimeoutException" in result.stdout + result.stderr:
+        result = client.mqadmin(ns, *args)
+    return result.check()
+
+
 def test_mqadmin_through_proxy_sees_the_proxy_addresses(line: Line) -> None:
     ns = line.proxy.namesrv
     cluster = line.client.mqadmin(ns, "clusterList").check().stdout
@@ -258,7 +267,7 @@ def test_mqadmin_through_proxy_sees_the_proxy_addresses(line: Line) -> None:
     assert topic in line.client.mqadmin(ns, "topicList").check().stdout
     route = line.client.mqadmin(ns, "topicRoute", "-t", topic).check().stdout
     assert proxy_addrs[0] in route and f":{broker_port}" not in route
-    status = line.client.mqadmin(ns, "brokerStatus", "-b", proxy_addrs[0]).check().stdout
+    status = mqadmin_patiently(line.client, ns, "brokerStatus", "-b", proxy_addrs[0]).stdout
     assert "brokerVersionDesc" in status
 
 

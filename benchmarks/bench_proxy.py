@@ -1,0 +1,203 @@
+"""Recording proxy overhead: the Java benchmark producer directly against real RocketMQ and through
+``rmqtwin proxy --capture``, side by side in one run.
+
+Prints TPS, p50/p99 latency, the ratios, the proxy's peak RSS, the capture rate during the run,
+and the capture writer's own ceiling (records packed and written as fast as one thread can).
+
+    .venv/bin/python benchmarks/bench_proxy.py [--version 4.9|5] [--threads 16] [--body 1024]
+        [--seconds 20] [--rounds 2]
+
+Rounds alternate direct and proxied runs so that a noisy neighbour hurts both alike.
+Targets: proxied TPS >= 0.8x direct, p50 added <= 1 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+
+def start_proxy(upstream: str, capture: Path) -> tuple[subprocess.Popen[str], str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "rmqtwin",
+        "proxy",
+        "--upstream",
+        upstream,
+        "--port",
+        "0",
+        "--capture",
+        str(capture),
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 30)
+    line = proc.stdout.readline() if ready else ""
+    match = re.search(r"listening on (\S+) ", line)
+    if match is None:
+        proc.kill()
+        raise SystemExit(f"proxy did not start: {line!r}")
+    return proc, match.group(1)
+
+
+def rss_kib(pid: int) -> int:
+    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if row.startswith("VmRSS:"):
+            return int(row.split()[1])
+    return 0
+
+
+class PeakRss(threading.Thread):
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.peak = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.2):
+            try:
+                self.peak = max(self.peak, rss_kib(self.pid))
+            except OSError:
+                return
+
+
+def capture_bytes(capture: Path) -> int:
+    return sum(p.stat().st_size for p in capture.parent.glob(capture.name + "*"))
+
+
+def writer_ceiling(seconds: float = 3.0, body: int = 1024) -> tuple[float, float]:
+    """(MB/s, records/s) of frame_record + pack + write on one thread, to a temp file."""
+    from rmqtwin.proxy.capture import CaptureWriter, Endpoint, frame_record, pack_record
+
+    header = (
+        b'{"code":310,"extFields":{"a":"bench_group","b":"BenchTopic","c":"TBW102","d":"4","e":"0","f":"0",'
+        b'"g":"1700000000000","h":"0","i":"UNIQ_KEY\\u0001ABCDEF\\u0002WAIT\\u0001true\\u0002","j":"0",'
+        b'"k":"false","m":"false"},"flag":0,"language":"JAVA","opaque":1,"serializeTypeCurrentRPC":"JSON",'
+        b'"version":409}'
+    )
+    frame = (
+        (4 + len(header) + body).to_bytes(4, "big") + len(header).to_bytes(4, "big") + header + b"x" * body
+    )
+    c, s = Endpoint("127.0.0.1", 50000), Endpoint("127.0.0.1", 10911)
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = CaptureWriter(Path(tmp) / "w.rmqcap")
+        n = 0
+        started = time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            for _ in range(1000):
+                rec = frame_record(
+                    direction=0, mono_ns=n, wall_ns=n, conn_id=1, client=c, server=s, frame=frame
+                )
+                writer.write_packed(pack_record(rec))
+                n += 1
+        writer.close()
+        elapsed = time.perf_counter() - started
+        return writer.bytes_written / elapsed / 1e6, n / elapsed
+
+
+def bench(client: Any, namesrv: str, args: argparse.Namespace, topic: str) -> dict[str, Any]:
+    result = client.benchmark_producer(
+        namesrv,
+        topic,
+        threads=args.threads,
+        bodySize=args.body,
+        mode="sync",
+        durationMs=int(args.seconds * 1000),
+        warmupMs=3000,
+    )
+    summary = result.summary
+    if summary.get("failures"):
+        print(f"  note: {summary['failures']} failed sends, first error: {summary.get('firstError')}")
+    return summary
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", default="4.9")
+    parser.add_argument("--threads", type=int, default=16)
+    parser.add_argument("--body", type=int, default=1024)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+
+    from rmqtwin.conformance.java_client import JavaClient
+    from rmqtwin.conformance.launcher import RealRocketMQ
+
+    client = JavaClient(args.version)
+    direct_runs: list[dict[str, Any]] = []
+    proxy_runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp, RealRocketMQ(args.version) as rmq:
+        capture = Path(tmp) / "bench.rmqcap"
+        proc, proxy_ns = start_proxy(rmq.namesrv_addr, capture)
+        rss = PeakRss(proc.pid)
+        rss.start()
+        idle_rss = rss_kib(proc.pid)
+        recorded_seconds = 0.0
+        recorded_bytes = 0
+        try:
+            bench(client, rmq.namesrv_addr, args, "BenchWarmup")  # creates the topic route, warms the broker
+            for i in range(args.rounds):
+                direct_runs.append(bench(client, rmq.namesrv_addr, args, f"BenchDirect{i}"))
+                before = capture_bytes(capture)
+                proxy_runs.append(bench(client, proxy_ns, args, f"BenchProxy{i}"))
+                recorded = capture_bytes(capture) - before
+                recorded_bytes += recorded
+                recorded_seconds += proxy_runs[-1]["durationMs"] / 1000 + 3.0  # measured run + warm-up
+                print(
+                    f"round {i + 1}: direct {direct_runs[-1]['tps']:.0f} TPS, "
+                    f"proxy {proxy_runs[-1]['tps']:.0f} TPS, capture +{recorded / 1e6:.1f} MB",
+                    flush=True,
+                )
+        finally:
+            rss.stop.set()
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+        total_capture = capture_bytes(capture)
+
+    def med(runs: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(float(r[key]) for r in runs)
+
+    d_tps, p_tps = med(direct_runs, "tps"), med(proxy_runs, "tps")
+    d50, p50 = med(direct_runs, "latencyP50Ms"), med(proxy_runs, "latencyP50Ms")
+    d99, p99 = med(direct_runs, "latencyP99Ms"), med(proxy_runs, "latencyP99Ms")
+    mb_s, rec_s = writer_ceiling()
+    print()
+    print(
+        f"Java benchmark producer, RocketMQ {args.version}, sync, {args.threads} threads, "
+        f"{args.body} B bodies, {args.seconds:.0f} s x {args.rounds} rounds (medians)"
+    )
+    print(f"{'':24}{'direct':>12}{'via proxy':>12}{'ratio/delta':>14}")
+    print(f"{'TPS':24}{d_tps:>12.0f}{p_tps:>12.0f}{p_tps / d_tps:>13.2f}x")
+    print(f"{'p50 latency (ms)':24}{d50:>12.3f}{p50:>12.3f}{p50 - d50:>+13.3f}ms")
+    print(f"{'p99 latency (ms)':24}{d99:>12.3f}{p99:>12.3f}{p99 - d99:>+13.3f}ms")
+    print(f"proxy RSS: {idle_rss / 1024:.1f} MiB idle, {rss.peak / 1024:.1f} MiB peak")
+    print(
+        f"capture: {total_capture / 1e6:.1f} MB in total, "
+        f"{recorded_bytes / max(recorded_seconds, 1e-9) / 1e6:.2f} MB/s "
+        f"while proxying; writer ceiling {mb_s:.0f} MB/s ({rec_s:.0f} records/s, 1 KiB sends, one thread)"
+    )
+    ok_tps = p_tps >= 0.8 * d_tps
+    ok_p50 = p50 - d50 <= 1.0
+    print(
+        f"targets: TPS >= 0.8x direct: {'met' if ok_tps else 'MISSED'}; "
+        f"p50 +<= 1 ms: {'met' if ok_p50 else 'MISSED'}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
