@@ -1062,7 +1062,11 @@ def decode_batch(body: bytes | bytearray | memoryview) -> list[BatchItem]:
 
 
 def merge_batch_properties(item_properties: str, batch_properties: str) -> str:
-    """The stored properties of one batch item: its own, a 0x02 if they lack one at the end, the batch's."""
+    """The stored properties of one batch item: its own, a 0x02 if they lack one at the end, the batch's.
+
+    That is 4.9.x and 5.0-5.3.x; the 5.5.0 broker stores the item's own properties only (see
+    :func:`expand_batch`).
+    """
     if item_properties and batch_properties and not item_properties.endswith(PROPERTY_SEPARATOR):
         return item_properties + PROPERTY_SEPARATOR + batch_properties
     return item_properties + batch_properties
@@ -1071,7 +1075,7 @@ def merge_batch_properties(item_properties: str, batch_properties: str) -> str:
 def expand_batch(
     body: bytes | bytearray | memoryview,
     template: MessageExt,
-    batch_properties: str | Mapping[str, str],
+    batch_properties: str | Mapping[str, str] | None,
     *,
     trailing_separator: bool = False,
 ) -> list[MessageExt]:
@@ -1082,8 +1086,14 @@ def expand_batch(
     :func:`merge_batch_properties` of its own string and the batch's (rendered from a mapping with
     ``trailing_separator``), kept verbatim in ``properties_string``. Queue and commitlog offsets are left
     for the store to fill.
+
+    Pass ``batch_properties=None`` for a 5.5.0 broker: since apache/rocketmq#9417 (May 2025, after 5.3.3)
+    the batch encoder stores each item's own properties only, without the batch's (``WAIT``, ``CLUSTER``).
+    4.9.x and 5.0-5.3.x brokers merge them.
     """
-    if not isinstance(batch_properties, str):
+    if batch_properties is None:
+        batch_properties = ""
+    elif not isinstance(batch_properties, str):
         batch_properties = properties_to_string(batch_properties, trailing_separator=trailing_separator)
     out: list[MessageExt] = []
     for item in decode_batch(body):

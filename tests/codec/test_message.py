@@ -41,8 +41,10 @@ from rmqtwin.codec.message import (
     decode_message_records,
     decode_offset_msg_id,
     encode_batch,
+    encode_batch_item,
     encode_blank_record,
     encode_message_record,
+    expand_batch,
     fill_append_fields,
     is_blank_record,
     iter_message_records,
@@ -750,7 +752,7 @@ _ORACLE_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <dependencies>
     <dependency>
       <groupId>org.apache.rocketmq</groupId>
-      <artifactId>rocketmq-common</artifactId>
+      <artifactId>{artifact}</artifactId>
       <version>{version}</version>
     </dependency>
   </dependencies>
@@ -785,17 +787,17 @@ def _oracle_cache() -> Path:
     return Path(os.environ.get("RMQTWIN_CACHE", "~/.cache/rmqtwin")).expanduser() / "codec-oracle"
 
 
-def _oracle_classpath(version: str, work: Path) -> str:
-    """rocketmq-common's runtime classpath from Maven, cached while every jar on it still exists."""
+def _oracle_classpath(artifact: str, version: str, work: Path) -> str:
+    """An artifact's runtime classpath from Maven, cached while every jar on it still exists."""
     mvn = shutil.which("mvn")
     if mvn is None or shutil.which("java") is None:
         pytest.skip("java and mvn are needed for the Java oracle")
-    cached = _oracle_cache() / f"rocketmq-common-{version}.classpath"
+    cached = _oracle_cache() / f"{artifact}-{version}.classpath"
     if cached.exists():
         classpath = cached.read_text().strip()
         if classpath and all(Path(jar).exists() for jar in classpath.split(os.pathsep)):
             return classpath
-    (work / "pom.xml").write_text(_ORACLE_POM.format(version=version))
+    (work / "pom.xml").write_text(_ORACLE_POM.format(artifact=artifact, version=version))
     goal = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:build-classpath"
     for offline in (["-o"], []):
         proc = subprocess.run(
@@ -821,28 +823,19 @@ def _oracle_classpath(version: str, work: Path) -> str:
             partial.write_text(classpath)
             partial.replace(cached)
             return classpath
-    pytest.fail(f"cannot resolve rocketmq-common {version}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    pytest.fail(f"cannot resolve {artifact} {version}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
 
 
-def _oracle_classes(version: str, classpath: str, work: Path) -> Path:
-    """MessageOracle compiled once per source text and rocketmq-common version."""
-    digest = hashlib.sha256(_ORACLE_JAVA.encode()).hexdigest()[:16]
-    classes = _oracle_cache() / f"classes-{version}-{digest}"
-    if (classes / "MessageOracle.class").exists():
+def _oracle_classes(main: str, source: str, key: str, classpath: str, work: Path) -> Path:
+    """An oracle's class compiled once per source text and classpath ``key``."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    classes = _oracle_cache() / f"classes-{main}-{key}-{digest}"
+    if (classes / f"{main}.class").exists():
         return classes
-    (work / "MessageOracle.java").write_text(_ORACLE_JAVA)
+    (work / f"{main}.java").write_text(source)
     staging = work / "classes"
     proc = subprocess.run(
-        [
-            "javac",
-            "-J-Xmx128m",
-            "-nowarn",
-            "-cp",
-            classpath,
-            "-d",
-            str(staging),
-            str(work / "MessageOracle.java"),
-        ],
+        ["javac", "-J-Xmx128m", "-nowarn", "-cp", classpath, "-d", str(staging), str(work / f"{main}.java")],
         capture_output=True,
         text=True,
         check=False,
@@ -853,7 +846,29 @@ def _oracle_classes(version: str, classpath: str, work: Path) -> Path:
     with contextlib.suppress(OSError):  # a parallel run may have won the race: its copy is as good
         shutil.copytree(staging, classes.with_suffix(f".{os.getpid()}"))
         classes.with_suffix(f".{os.getpid()}").rename(classes)
-    return classes if (classes / "MessageOracle.class").exists() else staging
+    return classes if (classes / f"{main}.class").exists() else staging
+
+
+def _run_oracle(main: str, source: str, key: str, classpath: str, work: Path) -> list[list[str]]:
+    """Compile (or reuse) and run an oracle on ``work``; its ``out.txt`` split into tab-separated rows."""
+    classes = _oracle_classes(main, source, key, classpath, work)
+    proc = subprocess.run(
+        [
+            "java",
+            "-Xmx64m",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            f"{classes}{os.pathsep}{classpath}",
+            main,
+            str(work),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [line.split("\t") for line in (work / "out.txt").read_text().splitlines()]
 
 
 class _Oracle(NamedTuple):
@@ -869,7 +884,7 @@ class _Oracle(NamedTuple):
 def java_oracle(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> _Oracle:
     version: str = request.param
     work = tmp_path_factory.mktemp(f"oracle-{version}")
-    classpath = _oracle_classpath(version, work)
+    classpath = _oracle_classpath("rocketmq-common", version, work)
     trailing = version.startswith("5")
     records = [
         _sample(),
@@ -900,24 +915,7 @@ def java_oracle(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
             for m in _ORACLE_BATCH
         )
     )
-    classes = _oracle_classes(version, classpath, work)
-    proc = subprocess.run(
-        [
-            "java",
-            "-Xmx64m",
-            "-XX:TieredStopAtLevel=1",
-            "-cp",
-            f"{classes}{os.pathsep}{classpath}",
-            "MessageOracle",
-            str(work),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=240,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = [line.split("\t") for line in (work / "out.txt").read_text().splitlines()]
+    lines = _run_oracle("MessageOracle", _ORACLE_JAVA, f"common-{version}", classpath, work)
     return _Oracle(version, work, lines)
 
 
@@ -1060,3 +1058,145 @@ def test_uniq_id_matches_message_client_id_setter(java_oracle: _Oracle) -> None:
         counter=parsed.counter,
     )
     assert again == first
+
+
+# The 5.5.0 broker's own record encoder (rocketmq-store MessageExtEncoder) for batches and appended CRCs.
+
+_STORE_ORACLE_JAVA = r"""
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.rocketmq.common.UtilAll;
+import org.apache.rocketmq.common.message.MessageAccessor;
+import org.apache.rocketmq.common.message.MessageDecoder;
+import org.apache.rocketmq.common.message.MessageExtBatch;
+import org.apache.rocketmq.common.message.MessageExtBrokerInner;
+import org.apache.rocketmq.store.MessageExtEncoder;
+import org.apache.rocketmq.store.PutMessageContext;
+import org.apache.rocketmq.store.config.MessageStoreConfig;
+
+public class StoreOracle {
+    static String hex(byte[] b) {
+        StringBuilder sb = new StringBuilder();
+        for (byte x : b) sb.append(String.format("%02X", x));
+        return sb.toString();
+    }
+
+    static byte[] bytes(ByteBuffer buffer, int length) {
+        byte[] out = new byte[length];
+        buffer.get(out);
+        return out;
+    }
+
+    public static void main(String[] args) throws Exception {
+        Path dir = Paths.get(args[0]);
+        List<String> out = new ArrayList<>();
+        MessageExtEncoder encoder = new MessageExtEncoder(new MessageStoreConfig());
+        for (String storeIp : new String[] {"10.0.0.5", "::1"}) {
+            MessageExtBatch batch = new MessageExtBatch();
+            batch.setTopic("BatchTopic");
+            batch.setQueueId(2);
+            batch.setBody(Files.readAllBytes(dir.resolve("batch.bin")));
+            batch.setBornTimestamp(111L);
+            batch.setStoreTimestamp(222L);
+            batch.setBornHost(new InetSocketAddress(InetAddress.getByName("10.1.1.1"), 40000));
+            batch.setStoreHost(new InetSocketAddress(InetAddress.getByName(storeIp), 10911));
+            if (storeIp.contains(":")) batch.setStoreHostAddressV6Flag();
+            MessageAccessor.putProperty(batch, "WAIT", "true");
+            MessageAccessor.putProperty(batch, "CLUSTER", "DefaultCluster");
+            ByteBuffer encoded = encoder.encode(batch, new PutMessageContext("BatchTopic-2"));
+            out.add("batch\t" + hex(bytes(encoded, encoded.remaining())));
+        }
+
+        MessageStoreConfig crcConfig = new MessageStoreConfig();
+        crcConfig.setEnabledAppendPropCRC(true);
+        MessageExtEncoder crcEncoder = new MessageExtEncoder(crcConfig);
+        MessageExtBrokerInner inner = new MessageExtBrokerInner();
+        inner.setTopic("TopicTest");
+        inner.setQueueId(3);
+        inner.setFlag(7);
+        inner.setBody("Hello RocketMQ".getBytes());
+        inner.setBodyCRC(UtilAll.crc32(inner.getBody()));
+        inner.setBornTimestamp(1763790000123L);
+        inner.setStoreTimestamp(1763790000456L);
+        inner.setBornHost(new InetSocketAddress(InetAddress.getByName("192.168.0.7"), 50123));
+        inner.setStoreHost(new InetSocketAddress(InetAddress.getByName("10.0.0.5"), 10911));
+        inner.setReconsumeTimes(1);
+        inner.setQueueOffset(42L);
+        inner.setPropertiesString("TAGS\u0001TagA\u0002KEYS\u0001k1 k2");
+        if (crcEncoder.encode(inner) != null) throw new IllegalStateException("encode failed");
+        ByteBuffer buffer = crcEncoder.getEncoderBuffer();
+        int msgLen = buffer.getInt(0);
+        byte[] reserved = bytes(buffer.duplicate(), msgLen);
+        out.add("reserved\t" + hex(reserved));
+        // Then DefaultAppendMessageCallback.doAppend: CRC of all but the tail, written by createCrc32.
+        ByteBuffer record = ByteBuffer.wrap(reserved);
+        record.putLong(28, 4096L);
+        ByteBuffer head = record.duplicate();
+        head.limit(msgLen - 20);
+        int crc = UtilAll.crc32(head);
+        ByteBuffer tail = record.duplicate();
+        tail.position(msgLen - 20);
+        MessageDecoder.createCrc32(tail, crc);
+        out.add("filled\t" + hex(reserved));
+        Files.write(dir.resolve("out.txt"), out);
+    }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def java_store_oracle(tmp_path_factory: pytest.TempPathFactory) -> _Oracle:
+    work = tmp_path_factory.mktemp("store-oracle")
+    classpath = _oracle_classpath("rocketmq-store", "5.5.0", work)
+    items = [
+        encode_batch_item(
+            Message(flag=1, body=b"one", properties={"UNIQ_KEY": "U1", "TAGS": "A"}), trailing_separator=True
+        ),
+        encode_batch_item(
+            Message(flag=2, body=b"two", properties={"UNIQ_KEY": "U2"}), trailing_separator=False
+        ),
+        encode_batch_item(Message(flag=3, body=b"", properties={}), trailing_separator=True),
+    ]
+    (work / "batch.bin").write_bytes(b"".join(items))
+    lines = _run_oracle("StoreOracle", _STORE_ORACLE_JAVA, "store-5.5.0", classpath, work)
+    return _Oracle("5.5.0", work, lines)
+
+
+@pytest.mark.java
+def test_expand_batch_matches_the_5x_broker_encoder(java_store_oracle: _Oracle) -> None:
+    """The 5.5.0 encoder no longer appends the batch's own properties (apache/rocketmq#9417)."""
+    body = (java_store_oracle.work / "batch.bin").read_bytes()
+    (ipv4,), (ipv6,) = java_store_oracle.rows("batch")
+    for java_hex, store_host in ((ipv4, ("10.0.0.5", 10911)), (ipv6, ("::1", 10911))):
+        template = MessageExt(
+            topic="BatchTopic",
+            queue_id=2,
+            born_timestamp=111,
+            store_timestamp=222,
+            born_host=("10.1.1.1", 40000),
+            store_host=store_host,
+        )
+        stored = expand_batch(body, template, None)
+        assert b"".join(encode_message_record(m) for m in stored) == bytes.fromhex(java_hex)
+        merged = expand_batch(body, template, {"WAIT": "true", "CLUSTER": "DefaultCluster"})
+        assert b"".join(encode_message_record(m) for m in merged) != bytes.fromhex(java_hex)
+    assert [m.properties_string for m in stored] == ["UNIQ_KEY\x01U1\x02TAGS\x01A\x02", "UNIQ_KEY\x01U2", ""]
+
+
+@pytest.mark.java
+def test_appended_property_crc_matches_the_5x_broker(java_store_oracle: _Oracle) -> None:
+    ((reserved,),) = java_store_oracle.rows("reserved")
+    ((filled,),) = java_store_oracle.rows("filled")
+    msg = _sample(properties_string="TAGS\x01TagA\x02KEYS\x01k1 k2", commitlog_offset=0)
+    ours = bytearray(encode_message_record(msg, append_prop_crc=True))
+    assert ours == bytes.fromhex(reserved)
+    fill_append_fields(ours, queue_offset=42, commitlog_offset=4096, append_prop_crc=True)
+    assert ours == bytes.fromhex(filled)
+    decoded, _ = decode_message_record(ours, check_crc=True)
+    assert decoded.properties["TAGS"] == "TagA" and "__CRC32#" in decoded.properties
