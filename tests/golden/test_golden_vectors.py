@@ -80,12 +80,13 @@ def test_python_decodes(golden: Golden, line: str, name: str) -> None:
             _java_batch_item(i) for i in vector["items"]
         ]
     elif kind == "body":
-        assert gv.canon(fastjson.loads(data)) == gv.canon(vector["content"])
-        # The typed body keeps every property Java wrote (re-serialized, it has the same content).
-        typed = gv.body_class(vector["bodyClass"]).decode(data)
-        assert gv.canon(fastjson.loads(gv.encode_typed_body(typed, vector["form"], line))) == gv.canon(
-            vector["content"]
-        )
+        if vector["form"] != "compressed":
+            assert gv.canon(fastjson.loads(data)) == gv.canon(vector["content"])
+        # The typed body keeps every property Java read (re-serialized, it has the same content).
+        typed = gv.decode_typed_body(gv.body_class(vector["bodyClass"]), data, vector["form"])
+        form = "legacy" if vector["form"] == "compressed" else vector["form"]
+        as_json = gv.encode_typed_body(typed, form, line)
+        assert gv.canon(fastjson.loads(as_json)) == gv.canon(vector["content"])
     else:
         pytest.fail(f"unknown vector kind {kind}")
 
@@ -128,9 +129,10 @@ def test_python_reencodes(golden: Golden, line: str, name: str) -> None:
     elif kind == "batch":
         assert gv.encode_batch_items(decode_batch(data), line).hex() == data.hex()
     elif kind == "body":
-        assert gv.dump_body(fastjson.loads(data), vector["form"], line).decode() == vector["text"]
-        typed = gv.body_class(vector["bodyClass"]).decode(data)
-        assert gv.encode_typed_body(typed, vector["form"], line).decode() == vector["text"]
+        if vector["form"] != "compressed":
+            assert gv.dump_body(fastjson.loads(data), vector["form"], line).decode() == vector["text"]
+        typed = gv.decode_typed_body(gv.body_class(vector["bodyClass"]), data, vector["form"])
+        assert gv.encode_typed_body(typed, vector["form"], line).hex() == vector["hex"]
     else:
         pytest.fail(f"unknown vector kind {kind}")
 

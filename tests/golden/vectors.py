@@ -105,6 +105,8 @@ BODIES = (
     "body.LockBatchRequestBody",
     "body.KVTable",
     "body.TopicList",
+    "body.RegisterBrokerBody",
+    "body.RegisterBrokerBody.compressed",
     "body.SubscriptionGroupConfig",
 )
 V5_COMMANDS = (
@@ -395,10 +397,20 @@ def body_class(name: str) -> type[bodies.Body]:
     return cls
 
 
+def decode_typed_body(cls: type[bodies.Body], data: bytes, form: str) -> bodies.Body:
+    if form == "compressed":
+        assert issubclass(cls, bodies.RegisterBrokerBody), "only the register body has a compressed form"
+        return cls.decode_body(data, compressed=True)
+    return cls.decode(data)
+
+
 def encode_typed_body(body: bodies.Body, form: str, line: str) -> bytes:
-    """What the Java code that wrote the vector writes: the namesrv's standard route form, else
-    ``RemotingSerializable.encode()``; 5.5.0 with fastjson2."""
+    """What the Java code that wrote the vector writes: the namesrv's standard route form,
+    ``RegisterBrokerBody.encode(true)``, else ``RemotingSerializable.encode()``; 5.5.0 with fastjson2."""
     fastjson2 = line == "v5"
+    if form == "compressed":
+        assert isinstance(body, bodies.RegisterBrokerBody), "only the register body has a compressed form"
+        return body.encode(compressed=True, fastjson2=fastjson2)
     if form == "standard":
         assert isinstance(body, bodies.TopicRouteData), "only route data has the standard form"
         return body.encode(standard_json=True, fastjson2=fastjson2)
@@ -424,8 +436,9 @@ def encode_for_java(line: str, vector: dict[str, Any]) -> dict[str, Any]:
     elif kind == "body":
         # The described content, through the typed body class, encoded as the Java side would.
         sent["bodyClass"] = vector["bodyClass"]
-        tree = tree_from_canon(vector["content"], int_keys=vector["form"] == "legacy")
-        typed = body_class(vector["bodyClass"]).decode(dump_body(tree, vector["form"], line))
+        sent["form"] = vector["form"]
+        tree = tree_from_canon(vector["content"], int_keys=vector["form"] != "standard")
+        typed = body_class(vector["bodyClass"]).decode(dump_body(tree, "legacy", line))
         sent["hex"] = encode_typed_body(typed, vector["form"], line).hex()
     else:
         raise ValueError(f"unknown vector kind {kind}")

@@ -8,6 +8,8 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.lang.reflect.Field;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -16,6 +18,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
@@ -164,20 +167,54 @@ final class Vectors {
     }
 
     /**
-     * A fastjson body. byteExact: every map in it has at most one entry, or the encoding sorts
-     * map keys (MapSortField), so the bytes do not depend on Java HashMap iteration order.
+     * A JSON body in the given form: "standard" / "legacy" route forms and plain beans go through
+     * RemotingSerializable.decode; "compressed" is RegisterBrokerBody's deflated binary form.
      */
-    void body(String name, Object typed, byte[] bytes, String form, boolean byteExact) {
+    void body(String name, Object typed, byte[] bytes, String form) throws Exception {
         Map<String, Object> v = new LinkedHashMap<>();
         v.put("name", name);
         v.put("kind", "body");
         v.put("bodyClass", typed.getClass().getSimpleName());
         v.put("form", form);
         v.put("hex", Describe.hex(bytes));
-        v.put("text", new String(bytes, StandardCharsets.UTF_8));
-        v.put("content", Describe.body(RemotingSerializable.decode(bytes, typed.getClass())));
-        v.put("byteExact", byteExact);
+        v.put("text", form.equals("compressed") ? null : new String(bytes, StandardCharsets.UTF_8));
+        v.put("content", describeBody(decodeBody(bytes, typed.getClass(), form), form));
         vectors.add(v);
+    }
+
+    /**
+     * The compressed register body carries only the data version, the topic lines, the filter servers
+     * and (5.x) the queue-mapping infos; the 5.x wrapper's other members are fresh defaults after
+     * decoding (mappingDataVersion's timestamp is the decode time), so they are not part of the content.
+     */
+    @SuppressWarnings("unchecked")
+    static Object describeBody(Object typed, String form) {
+        Object content = Describe.body(typed);
+        if ("compressed".equals(form)) {
+            Map<String, Object> wrapper = (Map<String, Object>) ((Map<String, Object>) content)
+                .get("topicConfigSerializeWrapper");
+            wrapper.remove("mappingDataVersion");
+            wrapper.remove("topicQueueMappingDetailMap");
+        }
+        return content;
+    }
+
+    static Object decodeBody(byte[] bytes, Class<?> cls, String form) throws Exception {
+        if (!"compressed".equals(form)) {
+            return RemotingSerializable.decode(bytes, cls);
+        }
+        // 4.9.x: decode(byte[], boolean); 5.x: decode(byte[], boolean, MQVersion.Version).
+        for (Method m : cls.getMethods()) {
+            Class<?>[] p = m.getParameterTypes();
+            if (m.getName().equals("decode") && Modifier.isStatic(m.getModifiers()) && p.length >= 2
+                && p[0] == byte[].class && p[1] == boolean.class) {
+                if (p.length == 2) {
+                    return m.invoke(null, bytes, true);
+                }
+                return m.invoke(null, bytes, true, MQVersion.Version.values()[MQVersion.CURRENT_VERSION]);
+            }
+        }
+        throw new NoSuchMethodException(cls.getName() + ".decode(byte[], boolean...)");
     }
 
     void write(Path outDir) throws IOException {
@@ -227,8 +264,9 @@ final class Vectors {
                         r.put("items", decodeBatch(bytes));
                         break;
                     case "body": {
-                        Object typed = RemotingSerializable.decode(bytes, classes.resolve(in.getString("bodyClass")));
-                        r.put("content", Describe.body(typed));
+                        Object typed = decodeBody(bytes, classes.resolve(in.getString("bodyClass")),
+                            in.getString("form"));
+                        r.put("content", describeBody(typed, in.getString("form")));
                         break;
                     }
                     default:

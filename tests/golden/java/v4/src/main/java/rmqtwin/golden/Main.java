@@ -476,8 +476,8 @@ public final class Main {
 
     static void bodies(Vectors v) throws Exception {
         TopicRouteData route = routeData();
-        v.body("body.TopicRouteData.standard", route, routeStandard(route), "standard", true);
-        v.body("body.TopicRouteData.legacy", route, route.encode(), "legacy", true);
+        v.body("body.TopicRouteData.standard", route, routeStandard(route), "standard");
+        v.body("body.TopicRouteData.legacy", route, route.encode(), "legacy");
         TopicRouteData single = new TopicRouteData();
         HashMap<Long, String> addrs = new HashMap<>();
         addrs.put(0L, "127.0.0.1:10911");
@@ -485,8 +485,8 @@ public final class Main {
         single.setQueueDatas(new ArrayList<>(List.of(fill(new QueueData(), "brokerName", "broker-a",
             "readQueueNums", 4, "writeQueueNums", 4, "perm", 6, "topicSysFlag", 0))));
         single.setFilterServerTable(new HashMap<>());
-        v.body("body.TopicRouteData.standard_single", single, routeStandard(single), "standard", true);
-        v.body("body.TopicRouteData.legacy_single", single, single.encode(), "legacy", true);
+        v.body("body.TopicRouteData.standard_single", single, routeStandard(single), "standard");
+        v.body("body.TopicRouteData.legacy_single", single, single.encode(), "legacy");
 
         ClusterInfo ci = new ClusterInfo();
         HashMap<String, BrokerData> bat = new HashMap<>();
@@ -498,7 +498,7 @@ public final class Main {
         cat.put("DefaultCluster", new HashSet<>(List.of("broker-a")));
         cat.put("Cluster-\u00e9", new HashSet<>(List.of("broker-b")));
         ci.setClusterAddrTable(cat);
-        v.body("body.ClusterInfo", ci, ci.encode(), "legacy", true);
+        v.body("body.ClusterInfo", ci, ci.encode(), "legacy");
 
         TopicStatsTable tst = new TopicStatsTable();
         HashMap<MessageQueue, TopicOffset> ot = new HashMap<>();
@@ -510,7 +510,7 @@ public final class Main {
             ot.put(new MessageQueue("TopicTest", "broker-a", q), to);
         }
         tst.setOffsetTable(ot);
-        v.body("body.TopicStatsTable", tst, tst.encode(), "legacy", true);
+        v.body("body.TopicStatsTable", tst, tst.encode(), "legacy");
 
         ConsumeStats cs = new ConsumeStats();
         HashMap<MessageQueue, OffsetWrapper> cot = new HashMap<>();
@@ -523,7 +523,7 @@ public final class Main {
         }
         cs.setOffsetTable(cot);
         cs.setConsumeTps(12.5);
-        v.body("body.ConsumeStats", cs, cs.encode(), "legacy", true);
+        v.body("body.ConsumeStats", cs, cs.encode(), "legacy");
 
         ConsumerOffsetSerializeWrapper cow = new ConsumerOffsetSerializeWrapper();
         ConcurrentMap<Integer, Long> offs = new ConcurrentHashMap<>();
@@ -534,16 +534,16 @@ public final class Main {
         ConcurrentMap<Integer, Long> retry = new ConcurrentHashMap<>();
         retry.put(0, 0L);
         cow.getOffsetTable().put("%RETRY%cg@cg", retry);
-        v.body("body.ConsumerOffsetSerializeWrapper", cow, cow.encode(), "legacy", true);
+        v.body("body.ConsumerOffsetSerializeWrapper", cow, cow.encode(), "legacy");
 
         TopicConfigSerializeWrapper tcw = topicConfigWrapper();
-        v.body("body.TopicConfigSerializeWrapper", tcw, tcw.encode(), "legacy", true);
+        v.body("body.TopicConfigSerializeWrapper", tcw, tcw.encode(), "legacy");
 
         HeartbeatData hb = heartbeat();
-        v.body("body.HeartbeatData", hb, hb.encode(), "legacy", true);
+        v.body("body.HeartbeatData", hb, hb.encode(), "legacy");
 
         LockBatchRequestBody lock = lockBody();
-        v.body("body.LockBatchRequestBody", lock, lock.encode(), "legacy", true);
+        v.body("body.LockBatchRequestBody", lock, lock.encode(), "legacy");
 
         KVTable kv = new KVTable();
         HashMap<String, String> table = new HashMap<>();
@@ -551,14 +551,20 @@ public final class Main {
         table.put("putTps", "0.0 0.0 0.0");
         table.put("note", "\u4e2d\u6587 \u00fc");
         kv.setTable(table);
-        v.body("body.KVTable", kv, kv.encode(), "legacy", true);
+        v.body("body.KVTable", kv, kv.encode(), "legacy");
 
         TopicList tl = new TopicList();
         tl.getTopicList().addAll(List.of("TopicTest", "TBW102", "%RETRY%cg"));
-        v.body("body.TopicList", tl, tl.encode(), "legacy", true);
+        v.body("body.TopicList", tl, tl.encode(), "legacy");
+
+        RegisterBrokerBody rbb = new RegisterBrokerBody();
+        rbb.setTopicConfigSerializeWrapper(topicConfigWrapper());
+        rbb.setFilterServerList(new ArrayList<>(List.of("10.0.0.5:10999")));
+        v.body("body.RegisterBrokerBody", rbb, rbb.encode(false), "legacy");
+        v.body("body.RegisterBrokerBody.compressed", rbb, rbb.encode(true), "compressed");
 
         SubscriptionGroupConfig sgc = fill(new SubscriptionGroupConfig(), "groupName", "cg");
-        v.body("body.SubscriptionGroupConfig", sgc, RemotingSerializable.encode(sgc), "legacy", true);
+        v.body("body.SubscriptionGroupConfig", sgc, RemotingSerializable.encode(sgc), "legacy");
     }
 
     static MessageExt ext(String topic, byte[] body, int sysFlag, InetSocketAddress born, InetSocketAddress store,
