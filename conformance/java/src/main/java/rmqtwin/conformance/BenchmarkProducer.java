@@ -59,15 +59,18 @@ public final class BenchmarkProducer {
         for (int i = 0; i < bodySize; i++) {
             body[i] = (byte) ('a' + i % 26);
         }
-        // Warm-up: route look-up, connection and JIT, not measured.
-        long warmEnd = System.currentTimeMillis() + warmupMs;
-        do {
+        // Warm-up: route look-up, topic auto-creation, connection and JIT, not measured. It
+        // lasts warmupMs and until one send succeeded (at most warmupMs + 30 s).
+        long warmStart = System.currentTimeMillis();
+        boolean warmed = false;
+        while (System.currentTimeMillis() - warmStart < warmupMs
+            || !warmed && System.currentTimeMillis() - warmStart < warmupMs + 30_000) {
             try {
-                producer.send(new Message(topic, body));
+                warmed |= producer.send(new Message(topic, body)).getSendStatus() == SendStatus.SEND_OK;
             } catch (Exception ignored) {
-                Thread.sleep(50);
+                Thread.sleep(100);
             }
-        } while (System.currentTimeMillis() < warmEnd);
+        }
 
         Recorder[] recorders = new Recorder[threads];
         AtomicLong ok = new AtomicLong();

@@ -210,7 +210,8 @@ public final class Producer {
         try {
             switch (mode) {
                 case "sync":
-                    succeeded(sentEvent(index, mode, msg), producer.send(msg));
+                    SendResult result = producer.send(msg);
+                    succeeded(sentEvent(index, mode, msg), result);
                     break;
                 case "oneway":
                     producer.sendOneway(msg);
@@ -285,9 +286,10 @@ public final class Producer {
             return mqs.get(q % mqs.size());
         };
         try {
+            SendResult result = producer.send(msg, selector, m);
             Map<String, Object> e = sentEvent(index, "ordered", msg);
             e.put("shardingKey", Events.str(m, "shardingKey", null));
-            succeeded(e, producer.send(msg, selector, m));
+            succeeded(e, result);
         } catch (Exception ex) {
             failed(index, "ordered", ex);
         }

@@ -1,0 +1,352 @@
+"""The real Java RocketMQ client, driven from Python through small programs in conformance/java/.
+
+Each driver is one JVM that reads a JSON spec, acts with the real client and prints one JSON
+object per line (``{"event": "sent"|"received"|"error"|"check"|..., ...}``) and a final
+``{"event": "summary", ...}``. ``JavaClient`` builds the spec, runs the JVM and parses the lines::
+
+    client = JavaClient("4.9")                       # rocketmq-client 4.9.8 ("5": 5.5.0)
+    sent = client.producer(namesrv, "TopicA", mode="async", count=10)
+    got = client.push_consumer(namesrv, "TopicA", group="g1", expect=10)
+    assert {e["msgId"] for e in sent.sent} == {e["msgId"] for e in got.received}
+    client.mqadmin(namesrv, "topicList").stdout
+
+Drivers and their spec keys are documented in each Java class (Producer, PushConsumer,
+LitePullConsumer, BenchmarkProducer); keyword arguments here are passed through as spec keys.
+``start_*`` variants return a ``DriverProcess`` that runs in the background (start a consumer,
+wait for its "started" event, then produce). The Maven build is done by scripts/setup.sh; if
+the jars are missing, the first use builds them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rmqtwin.conformance.launcher import (
+    JAVA17_OPENS,
+    JAVA_PROJECT_DIR,
+    RealRocketMQError,
+    RocketMQVersion,
+    _java_env,
+    file_lock,
+    jvm_home_options,
+    maven_executable,
+    prepare_home,
+    resolve_version,
+)
+
+__all__ = ["DriverProcess", "DriverResult", "JavaClient", "MQAdminResult", "build_drivers"]
+
+Event = dict[str, Any]
+
+DRIVER_CLASSES = {
+    "producer": "rmqtwin.conformance.Producer",
+    "push_consumer": "rmqtwin.conformance.PushConsumer",
+    "lite_pull": "rmqtwin.conformance.LitePullConsumer",
+    "benchmark_producer": "rmqtwin.conformance.BenchmarkProducer",
+}
+MQADMIN_CLASS = "org.apache.rocketmq.tools.command.MQAdminStartup"
+
+
+def module_dir(version: str | RocketMQVersion) -> Path:
+    return JAVA_PROJECT_DIR / f"client-{resolve_version(version).line}"
+
+
+def build_drivers(force: bool = False) -> None:
+    """Run the one Maven build of conformance/java (both client lines) if its jars are missing."""
+    jars = [module_dir(v) / "target" / f"drivers-client-{v}-1.0.0.jar" for v in ("4.9", "5")]
+    if not force and all(jar.exists() for jar in jars):
+        return
+    mvn = maven_executable()
+    if mvn is None:
+        raise RealRocketMQError("mvn is needed to build the Java drivers in conformance/java")
+    with file_lock(JAVA_PROJECT_DIR / "target" / ".build.lock"):
+        if not force and all(jar.exists() for jar in jars):
+            return
+        proc = subprocess.run(
+            [mvn, "-q", "-B", "-DskipTests", "package"],
+            cwd=JAVA_PROJECT_DIR,
+            capture_output=True,
+            text=True,
+            env=_java_env(),
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise RealRocketMQError(
+                f"Maven build of {JAVA_PROJECT_DIR} failed:\n{proc.stdout}\n{proc.stderr}"
+            )
+
+
+@dataclass
+class DriverResult:
+    """What one driver run printed: its events in order, the summary, and the process outcome."""
+
+    driver: str
+    events: list[Event]
+    returncode: int
+    stderr: str
+    other_stdout: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> Event:
+        for event in reversed(self.events):
+            if event.get("event") == "summary":
+                return event
+        raise AssertionError(
+            f"{self.driver} printed no summary (rc={self.returncode}):\n{self.stderr[-4000:]}"
+        )
+
+    def of(self, kind: str) -> list[Event]:
+        return [e for e in self.events if e.get("event") == kind]
+
+    @property
+    def sent(self) -> list[Event]:
+        return self.of("sent")
+
+    @property
+    def received(self) -> list[Event]:
+        return self.of("received")
+
+    @property
+    def errors(self) -> list[Event]:
+        return self.of("error") + self.of("fatal")
+
+    def check(self) -> DriverResult:
+        """Raise with the driver's output unless it exited 0 with a summary and no fatal error."""
+        if self.returncode != 0 or self.of("fatal"):
+            raise AssertionError(
+                f"{self.driver} failed (rc={self.returncode}): {self.of('fatal')}\n{self.stderr[-4000:]}"
+            )
+        _ = self.summary
+        return self
+
+
+@dataclass
+class MQAdminResult:
+    """One mqadmin command: MQAdminStartup prints errors as stack traces and still exits 0."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and "Exception" not in self.stderr and "Exception" not in self.stdout
+
+    def check(self) -> MQAdminResult:
+        if not self.ok:
+            raise AssertionError(
+                f"mqadmin {' '.join(self.args)} failed (rc={self.returncode}):\n{self.stdout}\n{self.stderr}"
+            )
+        return self
+
+
+def _parse_line(line: str) -> Event | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and "event" in value else None
+
+
+class DriverProcess:
+    """A driver JVM running in the background; events are collected as they are printed."""
+
+    def __init__(self, driver: str, process: subprocess.Popen[str], home: Path, cleanup: bool) -> None:
+        self.driver = driver
+        self.process = process
+        self.home = home
+        self._cleanup = cleanup
+        self.events: list[Event] = []
+        self.other_stdout: list[str] = []
+        self._cond = threading.Condition()
+        self._stderr: list[str] = []
+        self._reader = threading.Thread(target=self._read_stdout, daemon=True)
+        self._err_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+        self._err_reader.start()
+
+    def _read_stdout(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            line = raw.rstrip("\n")
+            event = _parse_line(line)
+            with self._cond:
+                if event is None:
+                    self.other_stdout.append(line)
+                else:
+                    self.events.append(event)
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self._stderr.append(line)
+
+    def wait_for(self, kind: str, timeout: float = 60.0) -> Event:
+        """Block until the driver prints an event of ``kind`` (e.g. "started")."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for event in self.events:
+                    if event.get("event") == kind:
+                        return event
+                if self.events and self.events[-1].get("event") == "summary":
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or (self.process.poll() is not None and not self._reader.is_alive()):
+                    break
+                self._cond.wait(min(remaining, 0.5))
+        raise AssertionError(
+            f"{self.driver} printed no {kind!r} event (rc={self.process.poll()}):\n"
+            f"{''.join(self._stderr)[-4000:]}"
+        )
+
+    def result(self, timeout: float = 120.0) -> DriverResult:
+        """Wait for the JVM to exit (killing it after ``timeout``) and return what it printed."""
+        try:
+            rc = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            rc = self.process.wait(timeout=10)
+        self._reader.join(timeout=10)
+        self._err_reader.join(timeout=10)
+        if self._cleanup:
+            shutil.rmtree(self.home, ignore_errors=True)
+        return DriverResult(
+            driver=self.driver,
+            events=list(self.events),
+            returncode=rc,
+            stderr="".join(self._stderr),
+            other_stdout=list(self.other_stdout),
+        )
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+
+
+class JavaClient:
+    """Runs the drivers built against one client line's jars ("4.9" = 4.9.8, "5" = 5.5.0)."""
+
+    def __init__(
+        self, version: str | RocketMQVersion = "4.9", *, heap_mb: int = 192, keep_homes: bool = False
+    ):
+        self.version = resolve_version(version)
+        self.heap_mb = heap_mb
+        self.keep_homes = keep_homes
+
+    @property
+    def classpath(self) -> str:
+        build_drivers()
+        target = module_dir(self.version) / "target"
+        return os.pathsep.join(
+            [str(target / f"drivers-client-{self.version.line}-1.0.0.jar"), f"{target}/lib/*"]
+        )
+
+    def _command(self, main_class: str, args: Sequence[str], home: Path, *, quick: bool) -> list[str]:
+        from rmqtwin.conformance.launcher import java_executable
+
+        java = java_executable()
+        if java is None:
+            raise RealRocketMQError("java (JDK 17) is not installed")
+        return [
+            java,
+            f"-Xmx{self.heap_mb}m",
+            "-Xss512k",
+            "-XX:+UseSerialGC",
+            # Short drivers spend most of their life starting up; C1 only is quicker for them.
+            *(["-XX:TieredStopAtLevel=1"] if quick else []),
+            *JAVA17_OPENS,
+            *jvm_home_options(home),
+            "-cp",
+            self.classpath,
+            main_class,
+            *args,
+        ]
+
+    def _popen(
+        self, main_class: str, args: Sequence[str], *, quick: bool
+    ) -> tuple[subprocess.Popen[str], Path]:
+        home = prepare_home(Path(tempfile.mkdtemp(prefix="rmqtwin-java-")))
+        env = _java_env()
+        env["ROCKETMQ_HOME"] = str(home)
+        env.pop("NAMESRV_ADDR", None)
+        process = subprocess.Popen(
+            self._command(main_class, args, home, quick=quick),
+            cwd=home,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+        )
+        return process, home
+
+    def start(self, driver: str, spec: dict[str, Any]) -> DriverProcess:
+        """Start a driver in the background with a spec (see the Java class for its keys)."""
+        main_class = DRIVER_CLASSES[driver]
+        process, home = self._popen(
+            main_class, [json.dumps(spec, separators=(",", ":"))], quick=driver != "benchmark_producer"
+        )
+        return DriverProcess(driver, process, home, cleanup=not self.keep_homes)
+
+    def run(self, driver: str, spec: dict[str, Any], timeout: float | None = None) -> DriverResult:
+        if timeout is None:
+            timeout = (
+                float(spec.get("timeoutMs", 30_000)) / 1000 + float(spec.get("durationMs", 0)) / 1000 + 90
+            )
+        return self.start(driver, spec).result(timeout)
+
+    # -- the drivers ----------------------------------------------------------------------------
+
+    def producer(self, namesrv: str, topic: str, **spec: Any) -> DriverResult:
+        """Send with the real producer: mode sync|async|oneway|batch|ordered|transaction."""
+        return self.run("producer", {"namesrv": namesrv, "topic": topic, **spec})
+
+    def push_consumer(self, namesrv: str, topic: str, group: str, **spec: Any) -> DriverResult:
+        """Consume with DefaultMQPushConsumer until ``expect`` messages or ``timeoutMs``."""
+        return self.run("push_consumer", {"namesrv": namesrv, "topic": topic, "group": group, **spec})
+
+    def start_push_consumer(self, namesrv: str, topic: str, group: str, **spec: Any) -> DriverProcess:
+        return self.start("push_consumer", {"namesrv": namesrv, "topic": topic, "group": group, **spec})
+
+    def lite_pull(self, namesrv: str, topic: str, group: str, **spec: Any) -> DriverResult:
+        """Poll with DefaultLitePullConsumer, ``mode`` subscribe or assign."""
+        return self.run("lite_pull", {"namesrv": namesrv, "topic": topic, "group": group, **spec})
+
+    def benchmark_producer(self, namesrv: str, topic: str, **spec: Any) -> DriverResult:
+        """Load for ``durationMs`` with ``threads`` senders; the summary has tps and latencies."""
+        return self.run("benchmark_producer", {"namesrv": namesrv, "topic": topic, **spec})
+
+    def mqadmin(self, namesrv: str | None, *args: str, timeout: float = 120.0) -> MQAdminResult:
+        """Run ``mqadmin <args> -n <namesrv>`` in its own JVM (MQAdminStartup may System.exit)."""
+        argv = [*args, *(["-n", namesrv] if namesrv else [])]
+        process, home = self._popen(MQADMIN_CLASS, argv, quick=True)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+        finally:
+            if not self.keep_homes:
+                with contextlib.suppress(OSError):
+                    shutil.rmtree(home, ignore_errors=True)
+        return MQAdminResult(args=list(argv), returncode=process.returncode, stdout=stdout, stderr=stderr)

@@ -1,0 +1,158 @@
+"""pytest fixtures for real Apache RocketMQ and the real Java client (loaded by tests/conftest.py).
+
+- ``real_rocketmq``: a running name server + broker, session-scoped and shared; a test that
+  takes it runs once per version in ``--real-versions`` (default ``4.9,5``; env
+  ``RMQTWIN_REAL_VERSIONS``). Tests sharing it use distinct topic and group names
+  (``unique_name``).
+- ``real_rocketmq_factory(version, **kwargs)``: the same cache, for tests that pick the version
+  themselves; with keyword arguments (``brokers=2``, ``broker_conf_overrides=...``) it starts a
+  separate instance, cached per distinct arguments.
+- ``java_client``: a ``JavaClient`` for the same line as the test's ``real_rocketmq``
+  (else 4.9); ``java_client_factory(version)`` for any line.
+
+Tests using these are marked ``java`` (and ``real`` when they start RocketMQ) automatically, and
+skip with the reason when Java or Maven is missing. Heavy imports stay inside the fixtures.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from rmqtwin.conformance.java_client import JavaClient
+    from rmqtwin.conformance.launcher import RealRocketMQ
+
+DEFAULT_VERSIONS = "4.9,5"
+REAL_FIXTURES = frozenset({"real_rocketmq", "real_rocketmq_factory"})
+JAVA_FIXTURES = frozenset({"java_client", "java_client_factory"}) | REAL_FIXTURES
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--real-versions",
+        default=os.environ.get("RMQTWIN_REAL_VERSIONS", DEFAULT_VERSIONS),
+        help="comma-separated real RocketMQ lines the real_rocketmq fixture runs against (default 4.9,5)",
+    )
+
+
+def _versions(config: pytest.Config) -> list[str]:
+    from rmqtwin.conformance.launcher import resolve_version
+
+    raw = str(config.getoption("--real-versions"))
+    return [resolve_version(v).line for v in raw.split(",") if v.strip()]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "real_rocketmq" in metafunc.fixturenames:
+        versions = _versions(metafunc.config)
+        metafunc.parametrize(
+            "real_rocketmq", versions, indirect=True, scope="session", ids=[f"rocketmq-{v}" for v in versions]
+        )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & JAVA_FIXTURES:
+            item.add_marker(pytest.mark.java)
+        if names & REAL_FIXTURES:
+            item.add_marker(pytest.mark.real)
+
+
+def _skip_without_java() -> None:
+    from rmqtwin.conformance.launcher import java_available
+
+    reason = java_available()
+    if reason is not None:
+        pytest.skip(f"needs Java 17 and Maven: {reason}")
+
+
+class RealRocketMQFactory:
+    """Starts real RocketMQ on demand and keeps one instance per (version, arguments)."""
+
+    def __init__(self) -> None:
+        self._instances: dict[tuple[str, str], RealRocketMQ] = {}
+
+    def __call__(self, version: str = "4.9", **kwargs: Any) -> RealRocketMQ:
+        from rmqtwin.conformance.launcher import RealRocketMQ, resolve_version
+
+        key = (resolve_version(version).line, repr(sorted(kwargs.items())))
+        instance = self._instances.get(key)
+        if instance is not None and not instance.running:
+            instance.stop(graceful=False)
+            instance = None
+        if instance is None:
+            instance = RealRocketMQ(version, **kwargs).start()
+            self._instances[key] = instance
+        return instance
+
+    def close(self) -> None:
+        # Shared instances hold nothing anyone reads afterwards: kill rather than wait 10-20 s
+        # per broker for a graceful shutdown.
+        for instance in self._instances.values():
+            instance.stop(graceful=False)
+        self._instances.clear()
+
+
+@pytest.fixture(scope="session")
+def real_rocketmq_factory() -> Iterator[RealRocketMQFactory]:
+    _skip_without_java()
+    factory = RealRocketMQFactory()
+    try:
+        yield factory
+    finally:
+        factory.close()
+
+
+@pytest.fixture(scope="session")
+def real_rocketmq(request: pytest.FixtureRequest, real_rocketmq_factory: RealRocketMQFactory) -> RealRocketMQ:
+    version = getattr(request, "param", "4.9")
+    return real_rocketmq_factory(version)
+
+
+@pytest.fixture(scope="session")
+def java_client_factory() -> Callable[[str], JavaClient]:
+    _skip_without_java()
+    from rmqtwin.conformance.java_client import JavaClient, build_drivers
+
+    build_drivers()
+    clients: dict[str, JavaClient] = {}
+
+    def factory(version: str = "4.9") -> JavaClient:
+        client = clients.get(version)
+        if client is None:
+            client = clients[version] = JavaClient(version)
+        return client
+
+    return factory
+
+
+@pytest.fixture
+def java_client(
+    request: pytest.FixtureRequest, java_client_factory: Callable[[str], JavaClient]
+) -> JavaClient:
+    callspec = getattr(request.node, "callspec", None)
+    version = "4.9"
+    if callspec is not None and "real_rocketmq" in callspec.params:
+        version = str(callspec.params["real_rocketmq"])
+    return java_client_factory(version)
+
+
+_counter = itertools.count()
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """``unique_name("Topic")`` -> a valid topic/group name no other test in the session uses."""
+    stem = re.sub(r"[^A-Za-z0-9_-]", "_", request.node.name)[-60:]
+
+    def make(prefix: str) -> str:
+        return f"{prefix}_{stem}_{os.getpid()}_{next(_counter)}"
+
+    return make
