@@ -1,0 +1,87 @@
+"""``rmqtwin serve`` as a process, through the ``rocketmq`` fixture, spoken to over real sockets."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import orjson
+
+from rmqtwin.codec import fastjson
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.command import RemotingCommand, create_request
+from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
+from rmqtwin.fakes.pytest_plugin import RunningTwin, start_subprocess
+
+
+def call(addr: str, code: int, ext: dict[str, str] | None = None, body: bytes | None = None) -> RemotingCommand:
+    """One synchronous request over a fresh TCP connection."""
+    host, _, port = addr.rpartition(":")
+    conn = RemotingConnection()
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        conn.send_request(create_request(code, ext, body), now=0, timeout=10)
+        sock.sendall(conn.data_to_send())
+        while True:
+            data = sock.recv(65536)
+            assert data, "connection closed before the response"
+            for event in conn.receive_data(data):
+                if isinstance(event, ResponseReceived):
+                    return event.command
+
+
+def test_fixture_gives_a_registered_broker(rocketmq: RunningTwin) -> None:
+    info = fastjson.loads(call(rocketmq.namesrv_addr, RequestCode.GET_BROKER_CLUSTER_INFO).body or b"")
+    assert info["clusterAddrTable"] == {"DefaultCluster": ["broker-a"]}
+    assert info["brokerAddrTable"]["broker-a"]["brokerAddrs"] == {0: rocketmq.broker_addr}
+    route = call(rocketmq.namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
+    assert route.code == ResponseCode.SUCCESS
+    # The VIP channel (port - 2) serves the same broker.
+    assert call(rocketmq.vip_addr, RequestCode.GET_BROKER_RUNTIME_INFO).code == ResponseCode.SUCCESS
+
+
+def test_created_topic_is_registered_at_once_and_survives_a_restart(tmp_path: object) -> None:
+    store = os.path.join(str(tmp_path), "twin")
+    twin = start_subprocess(store)
+    try:
+        create = {
+            "topic": "Kept",
+            "defaultTopic": "TBW102",
+            "readQueueNums": "2",
+            "writeQueueNums": "2",
+            "perm": "6",
+            "topicFilterType": "SINGLE_TAG",
+        }
+        assert call(twin.broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, create).code == ResponseCode.SUCCESS
+        route = call(twin.namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Kept"})
+        assert route.code == ResponseCode.SUCCESS
+        assert orjson.loads(route.body or b"")["queueDatas"][0]["writeQueueNums"] == 2
+    finally:
+        twin.stop()
+    assert not os.path.exists(os.path.join(store, "store", "abort")), "clean shutdown removes the abort marker"
+    again = start_subprocess(store)
+    try:
+        route = call(again.namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Kept"})
+        assert route.code == ResponseCode.SUCCESS
+    finally:
+        again.stop()
+
+
+def test_sigint_also_shuts_down_cleanly(tmp_path: object) -> None:
+    store = os.path.join(str(tmp_path), "s")
+    argv = [sys.executable, "-m", "rmqtwin", "serve", "--host", "127.0.0.1", "--namesrv-port", "0"]
+    argv += ["--broker-port", "0", "--store", store]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("rmqtwin ready: namesrv=127.0.0.1:")
+    assert os.path.exists(os.path.join(store, "abort"))
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 0
+    deadline = time.monotonic() + 5
+    while os.path.exists(os.path.join(store, "abort")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(os.path.join(store, "abort"))
