@@ -1200,3 +1200,94 @@ def test_appended_property_crc_matches_the_5x_broker(java_store_oracle: _Oracle)
     assert ours == bytes.fromhex(filled)
     decoded, _ = decode_message_record(ours, check_crc=True)
     assert decoded.properties["TAGS"] == "TagA" and "__CRC32#" in decoded.properties
+
+
+# The 4.9.7 broker's batch encoder (rocketmq-store 4.9.8 is not published): CommitLog.MessageExtEncoder is a
+# package-private corner, reached by reflection.
+
+_STORE49_ORACLE_JAVA = r"""
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Method;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.rocketmq.common.message.MessageAccessor;
+import org.apache.rocketmq.common.message.MessageExtBatch;
+
+public class Store49Oracle {
+    static String hex(byte[] b) {
+        StringBuilder sb = new StringBuilder();
+        for (byte x : b) sb.append(String.format("%02X", x));
+        return sb.toString();
+    }
+
+    public static void main(String[] args) throws Exception {
+        Path dir = Paths.get(args[0]);
+        Class<?> encoderClass = Class.forName("org.apache.rocketmq.store.CommitLog$MessageExtEncoder");
+        Constructor<?> newEncoder = encoderClass.getDeclaredConstructor(int.class);
+        newEncoder.setAccessible(true);
+        Object encoder = newEncoder.newInstance(4 * 1024 * 1024);
+        Class<?> contextClass = Class.forName("org.apache.rocketmq.store.CommitLog$PutMessageContext");
+        Constructor<?> newContext = contextClass.getDeclaredConstructor(String.class);
+        newContext.setAccessible(true);
+        Method encode = encoderClass.getDeclaredMethod("encode", MessageExtBatch.class, contextClass);
+        encode.setAccessible(true);
+
+        MessageExtBatch batch = new MessageExtBatch();
+        batch.setTopic("BatchTopic");
+        batch.setQueueId(2);
+        batch.setBody(Files.readAllBytes(dir.resolve("batch.bin")));
+        batch.setBornTimestamp(111L);
+        batch.setStoreTimestamp(222L);
+        batch.setBornHost(new InetSocketAddress(InetAddress.getByName("10.1.1.1"), 40000));
+        batch.setStoreHost(new InetSocketAddress(InetAddress.getByName("10.0.0.5"), 10911));
+        MessageAccessor.putProperty(batch, "WAIT", "true");
+        MessageAccessor.putProperty(batch, "CLUSTER", "DefaultCluster");
+        Object context = newContext.newInstance("BatchTopic-2");
+        ByteBuffer encoded = (ByteBuffer) encode.invoke(encoder, batch, context);
+        byte[] out = new byte[encoded.remaining()];
+        encoded.get(out);
+        List<String> lines = new ArrayList<>();
+        lines.add("batch\t" + hex(out));
+        Files.write(dir.resolve("out.txt"), lines);
+    }
+}
+"""
+
+
+@pytest.mark.java
+def test_expand_batch_matches_the_49_broker_encoder(tmp_path: Path) -> None:
+    classpath = _oracle_classpath("rocketmq-store", "4.9.7", tmp_path)
+    items = [
+        encode_batch_item(Message(flag=1, body=b"one", properties={"UNIQ_KEY": "U1", "TAGS": "A"})),
+        encode_batch_item(
+            Message(flag=2, body=b"two", properties={"UNIQ_KEY": "U2"}), trailing_separator=True
+        ),
+        encode_batch_item(Message(flag=3, body=b"", properties={})),
+    ]
+    body = b"".join(items)
+    (tmp_path / "batch.bin").write_bytes(body)
+    rows = _run_oracle("Store49Oracle", _STORE49_ORACLE_JAVA, "store-4.9.7", classpath, tmp_path)
+    ((java_hex,),) = [row[1:] for row in rows]
+    template = MessageExt(
+        topic="BatchTopic",
+        queue_id=2,
+        born_timestamp=111,
+        store_timestamp=222,
+        born_host=("10.1.1.1", 40000),
+        store_host=("10.0.0.5", 10911),
+    )
+    batch_props = java_hash_map_order({"WAIT": "true", "CLUSTER": "DefaultCluster"})
+    stored = expand_batch(body, template, batch_props)
+    assert b"".join(encode_message_record(m) for m in stored) == bytes.fromhex(java_hex)
+    suffix = properties_to_string(batch_props, trailing_separator=False)
+    assert [m.properties_string for m in stored] == [
+        "UNIQ_KEY\x01U1\x02TAGS\x01A\x02" + suffix,  # separator inserted
+        "UNIQ_KEY\x01U2\x02" + suffix,
+        suffix,
+    ]
