@@ -1076,6 +1076,7 @@ import org.apache.rocketmq.common.message.MessageAccessor;
 import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExtBatch;
 import org.apache.rocketmq.common.message.MessageExtBrokerInner;
+import org.apache.rocketmq.common.message.MessageVersion;
 import org.apache.rocketmq.store.MessageExtEncoder;
 import org.apache.rocketmq.store.PutMessageContext;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
@@ -1144,6 +1145,24 @@ public class StoreOracle {
         tail.position(msgLen - 20);
         MessageDecoder.createCrc32(tail, crc);
         out.add("filled\t" + hex(reserved));
+
+        // A 200-char topic: the v2 record, here with IPv6 hosts.
+        MessageExtBrokerInner v2 = new MessageExtBrokerInner();
+        v2.setTopic("V2".repeat(100));
+        v2.setVersion(MessageVersion.MESSAGE_VERSION_V2);
+        v2.setQueueId(1);
+        v2.setBody(new byte[] {1, 2, 3});
+        v2.setBodyCRC(UtilAll.crc32(v2.getBody()));
+        v2.setBornTimestamp(5L);
+        v2.setStoreTimestamp(6L);
+        v2.setBornHost(new InetSocketAddress(InetAddress.getByName("2001:db8::1"), 1));
+        v2.setStoreHost(new InetSocketAddress(InetAddress.getByName("::1"), 10911));
+        v2.setBornHostV6Flag();
+        v2.setStoreHostAddressV6Flag();
+        v2.setPropertiesString("UNIQ_KEY\u0001U\u0002");
+        if (encoder.encode(v2) != null) throw new IllegalStateException("encode failed");
+        ByteBuffer v2Buffer = encoder.getEncoderBuffer();
+        out.add("v2\t" + hex(bytes(v2Buffer.duplicate(), v2Buffer.getInt(0))));
         Files.write(dir.resolve("out.txt"), out);
     }
 }
@@ -1291,3 +1310,21 @@ def test_expand_batch_matches_the_49_broker_encoder(tmp_path: Path) -> None:
         "UNIQ_KEY\x01U2\x02" + suffix,
         suffix,
     ]
+
+
+@pytest.mark.java
+def test_v2_record_matches_the_5x_broker_encoder(java_store_oracle: _Oracle) -> None:
+    ((java_hex,),) = java_store_oracle.rows("v2")
+    topic = "V2" * 100
+    msg = MessageExt(
+        topic=topic,
+        queue_id=1,
+        body=bytes([1, 2, 3]),
+        born_timestamp=5,
+        store_timestamp=6,
+        born_host=("2001:db8::1", 1),
+        store_host=("::1", 10911),
+        magic=message_version_for_topic(topic),
+        properties_string="UNIQ_KEY\x01U\x02",
+    )
+    assert encode_message_record(msg) == bytes.fromhex(java_hex)
