@@ -48,12 +48,17 @@ from rmqtwin.codec.errors import CodecError, MessageDecodeError
 
 __all__ = [
     "BLANK_MAGIC_CODE",
+    "BORN_HOST_POSITION",
+    "BORN_TIMESTAMP_POSITION",
     "CRC32_RESERVED_LEN",
     "END_FILE_MIN_BLANK_LENGTH",
     "MESSAGE_MAGIC_CODE",
     "MESSAGE_MAGIC_CODE_V2",
     "NAME_VALUE_SEPARATOR",
+    "PHY_POS_POSITION",
     "PROPERTY_SEPARATOR",
+    "QUEUE_OFFSET_POSITION",
+    "SYSFLAG_POSITION",
     "BatchItem",
     "Message",
     "MessageConst",
