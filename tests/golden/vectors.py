@@ -107,6 +107,15 @@ BODIES = (
     "body.TopicList",
     "body.RegisterBrokerBody",
     "body.RegisterBrokerBody.compressed",
+    "body.ConsumerConnection",
+    "body.ProducerConnection",
+    "body.GetConsumerListByGroupResponseBody",
+    "body.LockBatchResponseBody",
+    "body.ResetOffsetBody",
+    "body.GroupList",
+    "body.SubscriptionGroupWrapper",
+    "body.ConsumerRunningInfo",
+    "body.QueryConsumeTimeSpanBody",
     "body.SubscriptionGroupConfig",
 )
 V5_COMMANDS = (

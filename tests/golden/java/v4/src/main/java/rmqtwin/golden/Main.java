@@ -33,6 +33,19 @@ import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.common.protocol.RequestCode;
 import org.apache.rocketmq.common.protocol.ResponseCode;
 import org.apache.rocketmq.common.protocol.body.ClusterInfo;
+import org.apache.rocketmq.common.protocol.body.Connection;
+import org.apache.rocketmq.common.protocol.body.ConsumeStatus;
+import org.apache.rocketmq.common.protocol.body.ConsumerConnection;
+import org.apache.rocketmq.common.protocol.body.ConsumerRunningInfo;
+import org.apache.rocketmq.common.protocol.body.GroupList;
+import org.apache.rocketmq.common.protocol.body.LockBatchResponseBody;
+import org.apache.rocketmq.common.protocol.body.ProcessQueueInfo;
+import org.apache.rocketmq.common.protocol.body.ProducerConnection;
+import org.apache.rocketmq.common.protocol.body.QueryConsumeTimeSpanBody;
+import org.apache.rocketmq.common.protocol.body.QueueTimeSpan;
+import org.apache.rocketmq.common.protocol.body.ResetOffsetBody;
+import org.apache.rocketmq.common.protocol.body.SubscriptionGroupWrapper;
+import org.apache.rocketmq.common.protocol.header.GetConsumerListByGroupResponseBody;
 import org.apache.rocketmq.common.protocol.body.ConsumerOffsetSerializeWrapper;
 import org.apache.rocketmq.common.protocol.body.KVTable;
 import org.apache.rocketmq.common.protocol.body.LockBatchRequestBody;
@@ -563,8 +576,68 @@ public final class Main {
         v.body("body.RegisterBrokerBody", rbb, rbb.encode(false), "legacy");
         v.body("body.RegisterBrokerBody.compressed", rbb, rbb.encode(true), "compressed");
 
+        adminBodies(v);
+
         SubscriptionGroupConfig sgc = fill(new SubscriptionGroupConfig(), "groupName", "cg");
         v.body("body.SubscriptionGroupConfig", sgc, RemotingSerializable.encode(sgc), "legacy");
+    }
+
+    /** Bodies the broker answers client and mqadmin requests with (and the client's answers to the broker). */
+    static void adminBodies(Vectors v) throws Exception {
+        MessageQueue q0 = new MessageQueue("TopicTest", "broker-a", 0);
+        MessageQueue q1 = new MessageQueue("TopicTest", "broker-a", 1);
+        Connection conn = fill(new Connection(), "clientId", "127.0.0.1@4242#1234567", "clientAddr",
+            "127.0.0.1:53412", "language", org.apache.rocketmq.remoting.protocol.LanguageCode.JAVA, "version", VERSION);
+        ConsumerConnection cc = new ConsumerConnection();
+        cc.getConnectionSet().add(conn);
+        SubscriptionData sd = new SubscriptionData("TopicTest", "*");
+        sd.setSubVersion(1700000000000L);
+        cc.getSubscriptionTable().put("TopicTest", sd);
+        fill(cc, "consumeType", ConsumeType.CONSUME_PASSIVELY, "messageModel", MessageModel.CLUSTERING,
+            "consumeFromWhere", ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        v.body("body.ConsumerConnection", cc, cc.encode(), "legacy");
+        ProducerConnection pc = new ProducerConnection();
+        pc.getConnectionSet().add(conn);
+        v.body("body.ProducerConnection", pc, pc.encode(), "legacy");
+        GetConsumerListByGroupResponseBody ids = new GetConsumerListByGroupResponseBody();
+        ids.setConsumerIdList(new ArrayList<>(List.of("127.0.0.1@4242#1234567", "127.0.0.2@77#99")));
+        v.body("body.GetConsumerListByGroupResponseBody", ids, ids.encode(), "legacy");
+        LockBatchResponseBody locked = new LockBatchResponseBody();
+        locked.getLockOKMQSet().add(q0);
+        v.body("body.LockBatchResponseBody", locked, locked.encode(), "legacy");
+        ResetOffsetBody reset = new ResetOffsetBody();
+        HashMap<MessageQueue, Long> resetTable = new HashMap<>();
+        resetTable.put(q0, 10L);
+        resetTable.put(q1, -1L);
+        reset.setOffsetTable(resetTable);
+        v.body("body.ResetOffsetBody", reset, reset.encode(), "legacy");
+        GroupList groups = new GroupList();
+        groups.getGroupList().addAll(List.of("cg", "cg2"));
+        v.body("body.GroupList", groups, groups.encode(), "legacy");
+        SubscriptionGroupWrapper sgw = new SubscriptionGroupWrapper();
+        sgw.getSubscriptionGroupTable().put("cg", fill(new SubscriptionGroupConfig(), "groupName", "cg",
+            "retryMaxTimes", 3, "consumeBroadcastEnable", false));
+        sgw.setDataVersion(dataVersion());
+        v.body("body.SubscriptionGroupWrapper", sgw, sgw.encode(), "legacy");
+        ConsumerRunningInfo cri = new ConsumerRunningInfo();
+        cri.getProperties().put("PROP_CONSUME_TYPE", "CONSUME_PASSIVELY");
+        cri.getProperties().put("PROP_CONSUMER_START_TIMESTAMP", "1700000000000");
+        cri.getProperties().put("consumeThreadMax", "20");
+        cri.getSubscriptionSet().add(sd);
+        ProcessQueueInfo pqi = fill(new ProcessQueueInfo(), "commitOffset", 42L, "cachedMsgMinOffset", 40L,
+            "cachedMsgMaxOffset", 45L, "cachedMsgCount", 6, "cachedMsgSizeInMiB", 1, "locked", true,
+            "lastLockTimestamp", BORN, "lastPullTimestamp", BORN + 1, "lastConsumeTimestamp", BORN + 2);
+        cri.getMqTable().put(q0, pqi);
+        cri.getMqTable().put(q1, new ProcessQueueInfo());
+        ConsumeStatus status = fill(new ConsumeStatus(), "pullRT", 12.5, "pullTPS", 1.0E-4, "consumeRT", 1.0E7,
+            "consumeOKTPS", 0.1, "consumeFailedTPS", 123456.789, "consumeFailedMsgs", 3L);
+        cri.getStatusTable().put("TopicTest", status);
+        v.body("body.ConsumerRunningInfo", cri, cri.encode(), "legacy");
+        QueryConsumeTimeSpanBody span = new QueryConsumeTimeSpanBody();
+        QueueTimeSpan qts = fill(new QueueTimeSpan(), "messageQueue", q0, "minTimeStamp", BORN, "maxTimeStamp",
+            BORN + 1000, "consumeTimeStamp", BORN + 500, "delayTime", 500L);
+        span.setConsumeTimeSpanSet(new ArrayList<>(List.of(qts)));
+        v.body("body.QueryConsumeTimeSpanBody", span, span.encode(), "legacy");
     }
 
     static MessageExt ext(String topic, byte[] body, int sysFlag, InetSocketAddress born, InetSocketAddress store,
