@@ -18,11 +18,13 @@ import pytest
 
 from rmqtwin.codec import fastjson, headers
 from rmqtwin.codec.codes import RequestCode
+from rmqtwin.codec.frame import FrameDecoder
 from rmqtwin.codec.message import decode_batch, decode_message_records
 from tests.golden import vectors as gv
 from tests.golden.conftest import LINES, GoldenLine
 
-pytestmark = pytest.mark.java
+# The first test of a session may build the Maven project (minutes on a loaded machine).
+pytestmark = [pytest.mark.java, pytest.mark.timeout(900)]
 
 Golden = Callable[[str], GoldenLine]
 
@@ -191,3 +193,20 @@ def test_header_registries_name_the_java_header_classes(golden: Golden, line: st
         )
     assert len(seen) >= 40, "the manifest lost its typed-header vectors"
     assert {name: pair for name, pair in seen.items() if pair[0] != pair[1]} == {}
+
+
+# ------------------------------------------------------------------------------- framing a Java stream
+
+
+@pytest.mark.parametrize("line", list(LINES))
+@pytest.mark.parametrize("chunk", [1, 7, 4096])
+def test_frame_decoder_splits_a_stream_of_java_frames(golden: Golden, line: str, chunk: int) -> None:
+    """Every Java frame back to back, fed in pieces: FrameDecoder yields exactly Java's frames."""
+    frames = [bytes.fromhex(v["hex"]) for v in golden(line).manifest()["vectors"] if v["kind"] == "command"]
+    stream = b"".join(frames)
+    decoder = FrameDecoder()
+    got: list[bytes] = []
+    for start in range(0, len(stream), chunk):
+        got.extend(bytes(f) for f in decoder.feed(stream[start : start + chunk]))
+    assert decoder.buffered == 0
+    assert got == [f[4:] for f in frames]

@@ -18,7 +18,7 @@ from tests.golden import vectors as gv
 from tests.golden.conftest import LINES, GoldenLine
 from tests.golden.vectors import BODY, LONG_TOPIC
 
-pytestmark = pytest.mark.java
+pytestmark = [pytest.mark.java, pytest.mark.timeout(900)]
 
 Golden = Callable[[str], GoldenLine]
 
