@@ -78,7 +78,9 @@ class RemotingCommand:
     enum members when known and plain ints otherwise. ``ext_fields`` holds the custom header, insertion
     ordered like the Java ``HashMap`` it models; ``ext_fields_capacity`` is that map's initial capacity
     (16 for ``new HashMap<>()`` as used by ``makeCustomHeaderToNet``, 256 for 5.x ``addExtField`` on a
-    command without a header), which decides the bucket order Java writes the entries in.
+    command without a header), which decides the bucket order Java writes the entries in. ``None`` means
+    "write the entries in dict order": decoded commands carry ``None`` with the dict in wire order, so
+    re-encoding a received command reproduces its bytes (keys added later go last).
     """
 
     code: int
@@ -90,7 +92,7 @@ class RemotingCommand:
     ext_fields: dict[str, str] | None = None
     body: bytes | None = None
     serialize_type: SerializeType = SerializeType.JSON
-    ext_fields_capacity: int = field(default=_DEFAULT_MAP_CAPACITY, compare=False, repr=False)
+    ext_fields_capacity: int | None = field(default=_DEFAULT_MAP_CAPACITY, compare=False, repr=False)
 
     @property
     def is_response(self) -> bool:
@@ -250,15 +252,15 @@ def _language_json(language: int) -> str:
 _LANGUAGE_JSON = {int(lc): f'"{lc.name}"' for lc in LanguageCode}
 
 
+def _ext_order(ext: dict[str, str], capacity: int | None) -> Iterable[str]:
+    return ext if capacity is None else java_hash_map_order(ext, capacity)
+
+
 def _ext_items(cmd: RemotingCommand) -> list[tuple[str, str]]:
     ext = cmd.ext_fields
     if not ext:
         return []
-    return [
-        (k, v)
-        for k in java_hash_map_order(ext, cmd.ext_fields_capacity)
-        if (v := ext[k]) is not None and k is not None
-    ]
+    return [(k, v) for k in _ext_order(ext, cmd.ext_fields_capacity) if (v := ext[k]) is not None]
 
 
 def _json_header_slow(cmd: RemotingCommand, dialect: JsonDialect) -> bytes:
@@ -300,9 +302,7 @@ def _json_header(cmd: RemotingCommand, dialect: JsonDialect) -> bytes:
     language: int | str = _LANGUAGE_NAME.get(cmd.language, cmd.language)
     header: dict[str, Any]
     if ext is not None:
-        ordered = {
-            k: v for k in java_hash_map_order(ext, cmd.ext_fields_capacity) if (v := ext[k]) is not None
-        }
+        ordered = {k: v for k in _ext_order(ext, cmd.ext_fields_capacity) if (v := ext[k]) is not None}
         header = {"code": cmd.code, "extFields": ordered, "flag": cmd.flag, "language": language}
     else:
         header = {"code": cmd.code, "flag": cmd.flag, "language": language}
@@ -365,7 +365,7 @@ def _binary_header(cmd: RemotingCommand) -> bytes:
     ext = cmd.ext_fields
     section = b""
     if ext:
-        order = java_hash_map_order(ext, cmd.ext_fields_capacity)
+        order = tuple(_ext_order(ext, cmd.ext_fields_capacity))
         try:
             section = _ext_section(ext, order, "strict")
         except UnicodeEncodeError:  # lone surrogates: String.getBytes(UTF_8) writes '?'
@@ -496,6 +496,7 @@ def _decode_json(frame: bytes, header_length: int, body: bytes | None) -> Remoti
         ext,
         body,
         SerializeType.JSON,
+        None,  # keep the wire order of ext_fields
     )
 
 
@@ -572,6 +573,7 @@ def _decode_binary(frame: bytes, header_length: int, body: bytes | None) -> Remo
         ext,
         body,
         SerializeType.ROCKETMQ,
+        None,  # keep the wire order of ext_fields
     )
 
 

@@ -139,6 +139,16 @@ def test_ext_fields_follow_java_hash_map_order(capacity: int, expected: bytes) -
     assert list(decode_command(encode_command(response)[4:]).ext_fields or {}) != sorted(SEND_RESPONSE_EXT)
 
 
+def test_decoded_commands_reencode_in_wire_order() -> None:
+    """A received command keeps its ext order, so re-encoding it (proxy, replay) gives the same bytes."""
+    raw = struct.pack(">iI", 4 + len(SEND_RESPONSE_CAP256), len(SEND_RESPONSE_CAP256)) + SEND_RESPONSE_CAP256
+    decoded = decode_whole_frame(raw)
+    assert decoded.ext_fields_capacity is None
+    assert encode_command(decoded) == raw
+    decoded.ext_fields_capacity = 16  # as if rebuilt with new HashMap<>(): Java's order for that map
+    assert _header(encode_command(decoded)) == SEND_RESPONSE_CAP16
+
+
 @pytest.mark.parametrize(
     ("dialect", "expected"),
     [(JsonDialect.FASTJSON1, ESCAPE_FASTJSON1), (JsonDialect.FASTJSON2, ESCAPE_FASTJSON2)],
