@@ -8,7 +8,7 @@ echo "== ruff"
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check .
 echo "== mypy"
-"$VENV/bin/mypy" rmqtwin codec fakes store_mirror proxy conformance spark
+bash scripts/typecheck.sh
 echo "== pytest"
 set +e
 "$VENV/bin/python" -m pytest "$@"

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# mypy over the rmqtwin namespace. mypy cannot follow the editable install's folder mapping, so it
+# checks a view in build/typecheck/ where rmqtwin/<area> links to each top-level folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VIEW=$ROOT/build/typecheck
+rm -rf "$VIEW"
+mkdir -p "$VIEW/rmqtwin"
+for f in rmqtwin/*.py; do ln -s "$ROOT/$f" "$VIEW/$f"; done
+for area in codec fakes store_mirror proxy conformance spark; do ln -s "$ROOT/$area" "$VIEW/rmqtwin/$area"; done
+cd "$VIEW"
+exec "$ROOT/.venv/bin/mypy" --config-file "$ROOT/pyproject.toml" --cache-dir "$ROOT/build/mypy-cache" -p rmqtwin "$@"
