@@ -40,7 +40,8 @@ def start_proxy(upstream: str, capture: Path) -> tuple[subprocess.Popen[str], st
         "--capture",
         str(capture),
     ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with capture.with_name("proxy.log").open("w") as log:  # a file, never a pipe nobody drains
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], 30)
     line = proc.stdout.readline() if ready else ""
@@ -74,7 +75,9 @@ class PeakRss(threading.Thread):
 
 
 def capture_bytes(capture: Path) -> int:
-    return sum(p.stat().st_size for p in capture.parent.glob(capture.name + "*"))
+    from rmqtwin.proxy.capture import segment_paths
+
+    return sum(p.stat().st_size for p in segment_paths(capture))
 
 
 def writer_ceiling(seconds: float = 3.0, body: int = 1024) -> tuple[float, float]:

@@ -70,12 +70,23 @@ def _run_proxy(args: argparse.Namespace) -> int:
     import time
 
     from twisted.internet import reactor
+    from twisted.logger import (
+        FilteringLogObserver,
+        LogLevel,
+        LogLevelFilterPredicate,
+        globalLogBeginner,
+        textFileLogObserver,
+    )
 
     from rmqtwin import __version__
     from rmqtwin.proxy.capture import CaptureWriter
     from rmqtwin.proxy.forwarding import RecordingProxy, Upstream
     from rmqtwin.proxy.recorder import Recorder
 
+    # Warnings and errors (an exception in a protocol callback closes that connection) go to stderr.
+    predicate = LogLevelFilterPredicate(defaultLogLevel=LogLevel.warn)
+    observer = FilteringLogObserver(textFileLogObserver(sys.stderr), [predicate])
+    globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)
     upstreams = [Upstream.parse(u) for u in args.upstream]
     recorder = None
     if args.capture:

@@ -118,6 +118,8 @@ class _UpstreamProtocol(Protocol):
 
 
 class _UpstreamFactory(ClientFactory):
+    noisy = False
+
     def __init__(self, owner: ProxiedConnection) -> None:
         self.owner = owner
 
@@ -304,6 +306,8 @@ class ProxiedConnection(Protocol):
 
 
 class _ListenerFactory(Factory):
+    noisy = False
+
     def __init__(self, proxy: RecordingProxy, kind: str, targets: Sequence[Upstream]) -> None:
         self.proxy = proxy
         self.kind = kind
