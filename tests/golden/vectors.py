@@ -492,4 +492,23 @@ def python_originated(line: str) -> list[dict[str, Any]]:
     long_topic = _message(LONG_TOPIC, b"v2 body", 0, MESSAGE_MAGIC_CODE_V2)
     record = encode_message_record(long_topic, trailing_separator=trailing_separator(line))
     items.append({"name": "originated.v2_magic_long_topic", "kind": "records", "hex": record.hex()})
-    return items
+    return items + header_class_items()
+
+
+def python_header_classes() -> list[str]:
+    """Every typed header class of ``rmqtwin.codec.headers`` (the Java class of the same name is checked)."""
+    return sorted(
+        name
+        for name, cls in vars(headers).items()
+        if isinstance(cls, type)
+        and issubclass(cls, headers.CommandCustomHeader)
+        and cls.__module__ == headers.__name__
+        and cls is not headers.CommandCustomHeader
+    )
+
+
+def header_class_items() -> list[dict[str, Any]]:
+    return [
+        {"name": f"headerclass.{name}", "kind": "headerClass", "headerClass": name, "hex": ""}
+        for name in python_header_classes()
+    ]

@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.remoting.annotation.CFNotNull;
 import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 import org.apache.rocketmq.remoting.protocol.RemotingSerializable;
 
@@ -83,6 +84,27 @@ final class Describe {
         }
         names.sort(null);
         return names;
+    }
+
+    /** Every field of a header class: Java type, @CFNotNull, declaring class (for structural checks). */
+    static List<Map<String, Object>> headerFieldTypes(Class<?> cls) {
+        List<Map<String, Object>> out = new ArrayList<>();
+        List<String> seen = new ArrayList<>();
+        for (Class<?> c = cls; c != null && c != Object.class; c = c.getSuperclass()) {
+            for (Field f : c.getDeclaredFields()) {
+                if (Modifier.isStatic(f.getModifiers()) || f.getName().startsWith("this") || seen.contains(f.getName())) {
+                    continue;
+                }
+                seen.add(f.getName());
+                Map<String, Object> d = new LinkedHashMap<>();
+                d.put("name", f.getName());
+                d.put("type", f.getType().getSimpleName());
+                d.put("notNull", f.isAnnotationPresent(CFNotNull.class));
+                d.put("declaredIn", c.getSimpleName());
+                out.add(d);
+            }
+        }
+        return out;
     }
 
     static String host(SocketAddress addr) {

@@ -245,6 +245,9 @@ final class Vectors {
             try {
                 byte[] bytes = Describe.unhex(in.getString("hex"));
                 switch (in.getString("kind")) {
+                    case "headerClass":
+                        r.put("fields", Describe.headerFieldTypes(classes.resolve(in.getString("headerClass"))));
+                        break;
                     case "command": {
                         RemotingCommand cmd = Wire.decode(bytes);
                         r.put("command", Describe.command(cmd));

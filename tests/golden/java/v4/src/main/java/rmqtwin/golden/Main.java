@@ -111,6 +111,7 @@ public final class Main {
         "org.apache.rocketmq.common.protocol.",
         "org.apache.rocketmq.common.admin.",
         "org.apache.rocketmq.common.subscription.",
+        "org.apache.rocketmq.common.rpc.",
         "org.apache.rocketmq.common.",
     };
     /** A 4.9-style properties string (no trailing separator), as the producer puts in header `i`. */

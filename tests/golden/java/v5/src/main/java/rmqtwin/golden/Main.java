@@ -115,6 +115,8 @@ public final class Main {
         "org.apache.rocketmq.remoting.protocol.",
         "org.apache.rocketmq.remoting.protocol.admin.",
         "org.apache.rocketmq.remoting.protocol.subscription.",
+        "org.apache.rocketmq.remoting.protocol.header.controller.",
+        "org.apache.rocketmq.remoting.rpc.",
         "org.apache.rocketmq.common.",
     };
     /** A 5.2+-style properties string (trailing separator), as the producer puts in header `i`. */
