@@ -575,9 +575,9 @@ def java_bodies(
     )
     results = {}
     for (name, _, body, mode), row in zip(cases, (work / "out.txt").read_text().splitlines(), strict=True):
-        status, payload = row.split("\t", 1)
-        assert status == "ok", f"{name}: Java failed: {payload}"
-        results[name] = (body, mode, _ours(body, mode, line), base64.b64decode(payload))
+        status, answer = row.split("\t", 1)
+        assert status == "ok", f"{name}: Java failed: {answer}"
+        results[name] = (body, mode, _ours(body, mode, line), base64.b64decode(answer))
     return line, results
 
 
