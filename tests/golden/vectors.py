@@ -492,7 +492,7 @@ def python_originated(line: str) -> list[dict[str, Any]]:
     long_topic = _message(LONG_TOPIC, b"v2 body", 0, MESSAGE_MAGIC_CODE_V2)
     record = encode_message_record(long_topic, trailing_separator=trailing_separator(line))
     items.append({"name": "originated.v2_magic_long_topic", "kind": "records", "hex": record.hex()})
-    return items + header_class_items()
+    return items + header_class_items() + body_class_items()
 
 
 def python_header_classes() -> list[str]:
@@ -511,4 +511,30 @@ def header_class_items() -> list[dict[str, Any]]:
     return [
         {"name": f"headerclass.{name}", "kind": "headerClass", "headerClass": name, "hex": ""}
         for name in python_header_classes()
+    ]
+
+
+# Java classes whose properties a Python body class also carries (5.x subclasses folded into one class).
+BODY_ALSO_JAVA = {"TopicConfigSerializeWrapper": ("TopicConfigAndMappingSerializeWrapper",)}
+
+
+def python_body_classes() -> list[str]:
+    """Every typed body class of ``rmqtwin.codec.bodies`` (checked against the Java class of that name)."""
+    return sorted(
+        name
+        for name, cls in vars(bodies).items()
+        if isinstance(cls, type)
+        and issubclass(cls, bodies.Body)
+        and cls.__module__ == bodies.__name__
+        and cls is not bodies.Body
+    )
+
+
+def body_class_items() -> list[dict[str, Any]]:
+    names = set(python_body_classes())
+    for extra in BODY_ALSO_JAVA.values():
+        names.update(extra)
+    return [
+        {"name": f"bodyclass.{name}", "kind": "bodyClass", "bodyClass": name, "hex": ""}
+        for name in sorted(names)
     ]

@@ -233,8 +233,14 @@ final class Vectors {
         Class<?> resolve(String simpleName) throws ClassNotFoundException;
     }
 
+    /** The bean properties this line's JSON library serializes for a body class. */
+    interface BodyProperties {
+        List<String> of(Class<?> cls) throws Exception;
+    }
+
     /** Decodes each Python-encoded vector with the Java classes; never stops at the first failure. */
-    static void verify(Path inDir, Path outFile, ClassResolver classes) throws IOException {
+    static void verify(Path inDir, Path outFile, ClassResolver classes, BodyProperties bodyProperties)
+        throws IOException {
         JSONObject manifest = JSON.parseObject(new String(Files.readAllBytes(inDir.resolve("vectors.json")),
             StandardCharsets.UTF_8));
         JSONArray list = manifest.getJSONArray("vectors");
@@ -245,6 +251,12 @@ final class Vectors {
             try {
                 byte[] bytes = Describe.unhex(in.getString("hex"));
                 switch (in.getString("kind")) {
+                    case "bodyClass": {
+                        List<String> names = new ArrayList<>(bodyProperties.of(classes.resolve(in.getString("bodyClass"))));
+                        names.sort(null);
+                        r.put("properties", names);
+                        break;
+                    }
                     case "headerClass":
                         r.put("fields", Describe.headerFieldTypes(classes.resolve(in.getString("headerClass"))));
                         break;

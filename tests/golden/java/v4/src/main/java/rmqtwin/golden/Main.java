@@ -124,7 +124,7 @@ public final class Main {
         if (args.length == 2 && args[0].equals("generate")) {
             generate(Paths.get(args[1]));
         } else if (args.length == 3 && args[0].equals("verify")) {
-            Vectors.verify(Paths.get(args[1]), Paths.get(args[2]), Main::resolve);
+            Vectors.verify(Paths.get(args[1]), Paths.get(args[2]), Main::resolve, Main::bodyProperties);
         } else {
             System.err.println("usage: generate OUTDIR | verify INDIR OUTFILE");
             System.exit(2);
@@ -140,6 +140,14 @@ public final class Main {
             }
         }
         throw new ClassNotFoundException(simpleName + " in RocketMQ " + ROCKETMQ);
+    }
+
+    /** fastjson 1.x: the getters JavaBeanSerializer writes for the class (values of a fresh instance). */
+    static List<String> bodyProperties(Class<?> cls) throws Exception {
+        com.alibaba.fastjson.serializer.ObjectSerializer w =
+            com.alibaba.fastjson.serializer.SerializeConfig.getGlobalInstance().getObjectWriter(cls);
+        Object instance = cls.getDeclaredConstructor().newInstance();
+        return new ArrayList<>(((com.alibaba.fastjson.serializer.JavaBeanSerializer) w).getFieldValuesMap(instance).keySet());
     }
 
     static <T> T fill(T obj, Object... kv) {

@@ -129,7 +129,7 @@ public final class Main {
         if (args.length == 2 && args[0].equals("generate")) {
             generate(Paths.get(args[1]));
         } else if (args.length == 3 && args[0].equals("verify")) {
-            Vectors.verify(Paths.get(args[1]), Paths.get(args[2]), Main::resolve);
+            Vectors.verify(Paths.get(args[1]), Paths.get(args[2]), Main::resolve, Main::bodyProperties);
         } else {
             System.err.println("usage: generate OUTDIR | verify INDIR OUTFILE");
             System.exit(2);
@@ -145,6 +145,17 @@ public final class Main {
             }
         }
         throw new ClassNotFoundException(simpleName + " in RocketMQ " + ROCKETMQ);
+    }
+
+    /** fastjson2: the field writers of the class's ObjectWriter. */
+    static List<String> bodyProperties(Class<?> cls) {
+        List<String> names = new ArrayList<>();
+        com.alibaba.fastjson2.writer.ObjectWriter<?> writer =
+            com.alibaba.fastjson2.JSONFactory.getDefaultObjectWriterProvider().getObjectWriter(cls);
+        for (Object f : writer.getFieldWriters()) {
+            names.add(((com.alibaba.fastjson2.writer.FieldWriter<?>) f).fieldName);
+        }
+        return names;
     }
 
     static <T> T fill(T obj, Object... kv) {
