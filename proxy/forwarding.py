@@ -62,6 +62,13 @@ def _endpoint(address: IAddress) -> Endpoint:
     return Endpoint(str(host), int(port))
 
 
+def _no_delay(transport: Any) -> None:
+    """Disable Nagle, as Netty does for RocketMQ: small requests and answers must not wait for ACKs."""
+    set_no_delay = getattr(transport, "setTcpNoDelay", None)
+    if set_no_delay is not None:
+        set_no_delay(True)
+
+
 @implementer(IPushProducer)
 class _Gate:
     """Pauses a transport's reading while any reason to pause holds.
@@ -108,6 +115,7 @@ class _UpstreamProtocol(Protocol):
         return self.transport
 
     def connectionMade(self) -> None:
+        _no_delay(self.transport)
         self.owner.upstream_connected(self)
 
     def dataReceived(self, data: bytes) -> None:
@@ -160,6 +168,7 @@ class ProxiedConnection(Protocol):
     # -- client side ----------------------------------------------------------------------------
 
     def connectionMade(self) -> None:
+        _no_delay(self.transport)
         self.conn_id = self.proxy.next_conn_id()
         self.client = _endpoint(self._t.getPeer())
         self.gate = _Gate(self.transport)

@@ -126,7 +126,7 @@ def line(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         rc = proxy.stop()
         rmq.stop(graceful=False)
     assert rc == 0, proxy.log()
-    assert "Traceback" not in proxy.log() and "Unhandled" not in proxy.log(), proxy.log()
+    assert "Unhandled Error" not in proxy.log(), proxy.log()  # an exception in a connection callback
 
 
 def unique(prefix: str) -> str:
