@@ -1,5 +1,10 @@
 """Encodings only the Python side produces, read by the real Java decoders of both lines.
 
+Also differential checks of the properties string: ``string_to_properties`` against
+``MessageDecoder.string2messageProperties`` on well-formed and malformed strings, and
+``properties_to_string`` against ``messageProperties2String`` (4.9.8 drops the trailing separator, 5.5.0
+keeps it).
+
 The generated vectors start from Java objects; these start from Python: bodies compressed by
 ``rmqtwin.codec.compression`` (LZ4 frames, zstd, zlib) must inflate in Java's ``Compressor``s, and the
 5.x v2 record magic (topics over 127 bytes) must decode in 5.5.0, while 4.9.8, which only knows v1,
@@ -13,7 +18,12 @@ from collections.abc import Callable
 import pytest
 
 from rmqtwin.codec.compression import COMPRESSED_FLAG, CompressionType, compress
-from rmqtwin.codec.message import body_crc32, create_offset_msg_id
+from rmqtwin.codec.message import (
+    body_crc32,
+    create_offset_msg_id,
+    properties_to_string,
+    string_to_properties,
+)
 from tests.golden import vectors as gv
 from tests.golden.conftest import LINES, GoldenLine
 from tests.golden.vectors import BODY, LONG_TOPIC
@@ -52,3 +62,21 @@ def test_java_4_cannot_read_the_v2_magic(golden: Golden) -> None:
     result = golden("v4").verified()["originated.v2_magic_long_topic"].java
     readable = result["ok"] and result["messages"][0]["topic"] == LONG_TOPIC
     assert not readable
+
+
+@pytest.mark.parametrize("line", list(LINES))
+@pytest.mark.parametrize("index", range(len(gv.PROPERTY_STRINGS)))
+def test_properties_parse_like_java(golden: Golden, line: str, index: int) -> None:
+    result = golden(line).verified()[f"originated.props.parse.{index}"].java
+    assert result is not None and result["ok"], result
+    assert string_to_properties(gv.PROPERTY_STRINGS[index]) == result["properties"]
+
+
+@pytest.mark.parametrize("line", list(LINES))
+@pytest.mark.parametrize("index", range(len(gv.PROPERTY_PAIRS)))
+def test_properties_write_like_java(golden: Golden, line: str, index: int) -> None:
+    result = golden(line).verified()[f"originated.props.write.{index}"].java
+    assert result is not None and result["ok"], result
+    pairs = dict(gv.PROPERTY_PAIRS[index])
+    written = properties_to_string(pairs, trailing_separator=gv.trailing_separator(line))
+    assert written == result["text"]

@@ -492,7 +492,7 @@ def python_originated(line: str) -> list[dict[str, Any]]:
     long_topic = _message(LONG_TOPIC, b"v2 body", 0, MESSAGE_MAGIC_CODE_V2)
     record = encode_message_record(long_topic, trailing_separator=trailing_separator(line))
     items.append({"name": "originated.v2_magic_long_topic", "kind": "records", "hex": record.hex()})
-    return items + header_class_items() + body_class_items()
+    return items + header_class_items() + body_class_items() + properties_items()
 
 
 def python_header_classes() -> list[str]:
@@ -538,3 +538,48 @@ def body_class_items() -> list[dict[str, Any]]:
         {"name": f"bodyclass.{name}", "kind": "bodyClass", "bodyClass": name, "hex": ""}
         for name in sorted(names)
     ]
+
+
+# Properties strings for MessageDecoder.string2messageProperties, well-formed and not (the parser keeps a
+# chunk only when it has at least 3 chars and a 0x01 that is neither its first nor its last char).
+PROPERTY_STRINGS = (
+    "",
+    "a\x01b",
+    "a\x01b\x02",
+    "KEYS\x01k1 k2\x02TAGS\x01TagA\x02UNIQ_KEY\x01AC11000100002A9F0000000000000001",
+    "a\x01\x02b\x01c",
+    "\x01bc\x02de\x01f",
+    "ab\x01\x02cd\x01e",
+    "abc\x02x\x01y",
+    "k\x01v\x01w\x02k2\x01v2",
+    "a\x011\x02a\x012",
+    "\x02\x02a\x01b\x02\x02",
+    "n\x01caf\u00e9 \u4e2d \U0001f680\x02\U0001f680\x01rocket",
+)
+# (name, value-or-None) pairs for MessageDecoder.messageProperties2String (null values are skipped).
+PROPERTY_PAIRS: tuple[tuple[tuple[str, str | None], ...], ...] = (
+    (),
+    (("a", "b"),),
+    (("KEYS", "k1 k2"), ("TAGS", "TagA"), ("WAIT", "true")),
+    (("a", None), ("b", "1")),
+    (("a", "1"), ("b", None)),
+    (("empty", ""), ("x", "y")),
+    (("n", "caf\u00e9 \U0001f680"),),
+)
+
+
+def properties_items() -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = [
+        {"name": f"originated.props.parse.{i}", "kind": "propertiesParse", "text": text, "hex": ""}
+        for i, text in enumerate(PROPERTY_STRINGS)
+    ]
+    items += [
+        {
+            "name": f"originated.props.write.{i}",
+            "kind": "propertiesWrite",
+            "pairs": [list(p) for p in pairs],
+            "hex": "",
+        }
+        for i, pairs in enumerate(PROPERTY_PAIRS)
+    ]
+    return items

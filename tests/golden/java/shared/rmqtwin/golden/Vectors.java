@@ -257,6 +257,19 @@ final class Vectors {
                         r.put("properties", names);
                         break;
                     }
+                    case "propertiesParse":
+                        r.put("properties", new LinkedHashMap<>(
+                            MessageDecoder.string2messageProperties(in.getString("text"))));
+                        break;
+                    case "propertiesWrite": {
+                        Map<String, String> props = new LinkedHashMap<>();
+                        JSONArray pairs = in.getJSONArray("pairs");
+                        for (int j = 0; j < pairs.size(); j++) {
+                            props.put(pairs.getJSONArray(j).getString(0), pairs.getJSONArray(j).getString(1));
+                        }
+                        r.put("text", MessageDecoder.messageProperties2String(props));
+                        break;
+                    }
                     case "headerClass":
                         r.put("fields", Describe.headerFieldTypes(classes.resolve(in.getString("headerClass"))));
                         break;
