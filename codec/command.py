@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
@@ -507,7 +507,11 @@ def _text(raw: bytes) -> str:
         return raw.decode("utf-8", "replace")  # Java decodes malformed UTF-8 to U+FFFD
 
 
-def _decode_ext(frame: bytes, pos: int, ext_end: int, errors: str) -> dict[str, str]:
+def _decode_lenient(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")  # Java decodes malformed UTF-8 to U+FFFD
+
+
+def _decode_ext(frame: bytes, pos: int, ext_end: int, decode: Callable[[bytes], str]) -> dict[str, str]:
     """The map section: repeated ``int16 keyLen, key, int32 valueLen, value``.
 
     Java reads a zero length as null: ``HashMap.put(k, null)`` hides an earlier value for ``k``, and a
@@ -519,23 +523,20 @@ def _decode_ext(frame: bytes, pos: int, ext_end: int, errors: str) -> dict[str, 
     while pos < ext_end:
         if pos + 6 > ext_end:
             raise FrameError("truncated extFields entry")
-        key_len = unpack_short(frame, pos)[0]
-        key_start = pos + 2
-        key_end = key_start + key_len
+        (key_len,) = unpack_short(frame, pos)
+        key_end = pos + 2 + key_len
         if key_len < 0 or key_end + 4 > ext_end:
             raise FrameError(f"bad extFields key length {key_len}")
-        value_len = unpack_int(frame, key_end)[0]
+        (value_len,) = unpack_int(frame, key_end)
         value_start = key_end + 4
-        pos = value_start + value_len
-        if value_len < 0 or pos > ext_end:
+        end = value_start + value_len
+        if value_len < 0 or end > ext_end:
             raise FrameError(f"bad extFields value length {value_len}")
-        if key_len:
-            if value_len:
-                ext[frame[key_start:key_end].decode("utf-8", errors)] = frame[value_start:pos].decode(
-                    "utf-8", errors
-                )
-            else:
-                ext.pop(frame[key_start:key_end].decode("utf-8", errors), None)
+        if key_len and value_len:
+            ext[decode(frame[pos + 2 : key_end])] = decode(frame[value_start:end])
+        elif key_len:
+            ext.pop(decode(frame[pos + 2 : key_end]), None)
+        pos = end
     return ext
 
 
@@ -559,9 +560,9 @@ def _decode_binary(frame: bytes, header_length: int, body: bytes | None) -> Remo
         if ext_end > end:
             raise FrameError(f"extFields length {ext_len} overruns the {header_length}-byte header")
         try:
-            ext = _decode_ext(frame, pos, ext_end, "strict")
-        except UnicodeDecodeError:  # Java decodes malformed UTF-8 to U+FFFD
-            ext = _decode_ext(frame, pos, ext_end, "replace")
+            ext = _decode_ext(frame, pos, ext_end, bytes.decode)
+        except UnicodeDecodeError:
+            ext = _decode_ext(frame, pos, ext_end, _decode_lenient)
     codes = _RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES
     return RemotingCommand(
         codes.get(code, code),

@@ -339,6 +339,12 @@ def test_binary_empty_strings_read_as_null_and_duplicates_last_wins() -> None:
     assert decode_command(_binary_frame([], ext_len=-3)).ext_fields is None
 
 
+def test_binary_malformed_utf8_reads_as_replacement_chars() -> None:
+    cmd = decode_command(_binary_frame([(b"k", b"a\xffb"), (b"\xc3", b"v")], remark=b"r\xfe"))
+    assert cmd.ext_fields == {"k": "a\ufffdb", "\ufffd": "v"}
+    assert cmd.remark == "r\ufffd"
+
+
 def test_binary_code_and_version_are_16_bit_like_java() -> None:
     cmd = create_request(RequestCode.POP_MESSAGE, version=70000, serialize_type=SerializeType.ROCKETMQ)
     back = decode_command(encode_command(cmd)[4:])
