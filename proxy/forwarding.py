@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from twisted.internet import defer
+from twisted.internet import defer, task
 from twisted.internet.interfaces import IAddress, IListeningPort, IPushProducer
 from twisted.internet.protocol import ClientFactory, Factory, Protocol
 from twisted.python.failure import Failure
@@ -405,8 +405,9 @@ class RecordingProxy:
             else:
                 conn.resume_for("recorder")
 
-    def stop(self) -> defer.Deferred[None]:
-        """Stop listening, close every connection, then flush and close the capture."""
+    def stop(self, grace: float = 5.0) -> defer.Deferred[None]:
+        """Stop listening, close every connection (waiting up to ``grace`` seconds for them to be
+        gone, so their CLOSE records make it), then flush, fsync and close the capture."""
         waits = [defer.maybeDeferred(p.stopListening) for p in self.ports]
         self.ports.clear()
         for conn in list(self.connections):
@@ -414,6 +415,14 @@ class RecordingProxy:
             if conn.upstream is not None and conn.upstream.transport is not None:
                 conn.upstream._t.loseConnection()
         done: defer.Deferred[None] = defer.DeferredList(waits).addCallback(lambda _: None)
+        deadline = self.reactor.seconds() + grace
+
+        def drained(_: None) -> defer.Deferred[None] | None:
+            if self.connections and self.reactor.seconds() < deadline:
+                return task.deferLater(self.reactor, 0.05, lambda: None).addCallback(drained)
+            return None
+
+        done.addCallback(drained)
         if self.recorder is not None:
             recorder = self.recorder
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from twisted.internet.address import IPv4Address
-from twisted.internet.testing import MemoryReactor, StringTransport
+from twisted.internet.testing import MemoryReactorClock, StringTransport
 from twisted.python.failure import Failure
 
 from rmqtwin.proxy.capture import (
@@ -38,7 +38,7 @@ class _Port:
         pass
 
 
-class PortReactor(MemoryReactor):
+class PortReactor(MemoryReactorClock):
     """A MemoryReactor whose listenTCP(0) hands out distinct port numbers, as a real one does."""
 
     def __init__(self) -> None:
@@ -216,3 +216,21 @@ def test_recorder_backpressure_pauses_every_connection(tmp_path: Path) -> None:
     up_t.producer.resumeProducing()
     assert client_t.producerState == "producing"
     proxy.recorder.close()  # type: ignore[union-attr]
+
+
+def test_stop_waits_for_connections_to_close_before_closing_the_capture(tmp_path: Path) -> None:
+    reactor, proxy = make_proxy(tmp_path)
+    conn, client_t = accept(reactor.tcpServers[0][1])
+    up, up_t = connect_upstream(reactor)
+    conn.dataReceived(json_frame(105, 1, ext={"topic": "T"}))
+    fired: list[bool] = []
+    proxy.stop().addCallback(lambda _: fired.append(True))
+    assert client_t.disconnecting and up_t.disconnecting
+    reactor.advance(0.1)
+    assert not fired  # the connection is not gone yet
+    up.connectionLost(Failure(ConnectionError("closed")))
+    conn.connectionLost(Failure(ConnectionError("closed")))
+    reactor.advance(0.1)
+    assert fired
+    kinds = [r.type for r in read_records(tmp_path / "c.rmqcap")]
+    assert kinds == [REC_OPEN, REC_FRAME, REC_CLOSE]
