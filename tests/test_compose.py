@@ -46,9 +46,7 @@ def test_dependencies_wait_on_healthchecks(compose: dict[str, Any]) -> None:
     for name, service in services.items():
         for dependency, condition in (service.get("depends_on") or {}).items():
             assert condition == {"condition": "service_healthy"}, name
-            assert "healthcheck" in services[dependency], (
-                f"{name} waits on unchecked {dependency}"
-            )
+            assert "healthcheck" in services[dependency], f"{name} waits on unchecked {dependency}"
 
 
 def test_mounted_files_exist(compose: dict[str, Any]) -> None:
