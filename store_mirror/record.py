@@ -9,6 +9,7 @@ turns a record into what the consume queues and the index need and rejects anyth
 
 from __future__ import annotations
 
+import functools
 import mmap
 import struct
 from collections.abc import Mapping
@@ -148,12 +149,18 @@ def parse_delay_levels(spec: str) -> list[int]:
     return [int(tok[:-1]) * units[tok[-1]] for tok in spec.split()]
 
 
+@functools.lru_cache(maxsize=4096)
+def _tags_hash(tags: str) -> int:
+    """Tags repeat across messages; their Java hash is computed once per distinct value."""
+    return java_string_hash(tags)
+
+
 def compute_tags_code(
     topic: str, props: Mapping[str, str], store_timestamp: int, delay: DelayTimeFn | None
 ) -> int:
     """The consume-queue tagsCode: tags hash, or the delivery time for SCHEDULE_TOPIC_XXXX."""
     tags = props.get(PROPERTY_TAGS)
-    code = java_string_hash(tags) if tags else 0
+    code = _tags_hash(tags) if tags else 0
     if topic == SCHEDULE_TOPIC and delay is not None:
         level = props.get(PROPERTY_DELAY)
         if level is not None:

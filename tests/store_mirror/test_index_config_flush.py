@@ -87,7 +87,7 @@ def test_index_file_bytes_agree_with_construct(tmp_path: Any) -> None:
     f.close()
     raw = Path(path).read_bytes()
     header = IndexHeader.parse(raw[:40])
-    names = [sc.name for sc in IndexHeader.subcons]
+    names = [str(sc.name) for sc in IndexHeader.subcons]
     assert INDEX_HEADER.unpack(raw[:40]) == tuple(header[k] for k in names)
     assert IndexHeader.build(dict(zip(names, INDEX_HEADER.unpack(raw[:40]), strict=True))) == raw[:40]
     assert (header.begin_timestamp, header.end_timestamp) == (1_700_000_000_000, 1_700_000_009_999)
@@ -186,7 +186,7 @@ def test_async_flush_acknowledges_at_once_and_flushes_on_the_clock(stores: Store
     store = stores.open()
     r = store.put_message(make_msg(body=b"x" * 5000))
     d = store.wait_for_flush(r)
-    assert d.result is PutMessageStatus.PUT_OK  # type: ignore[attr-defined]
+    assert d.result is PutMessageStatus.PUT_OK
     assert store.commit_log.mapped_file_queue.flushed_where == 0
     stores.clock.advance(0.5)  # below flushCommitLogLeastPages (4 pages): not yet
     assert store.commit_log.mapped_file_queue.flushed_where == 0
@@ -222,10 +222,10 @@ def test_sync_flush_group_commit(stores: StoreFactory) -> None:
     d2, d3 = store.wait_for_flush(r2), store.wait_for_flush(r3)
     assert len(flusher.pending) == 1  # one fsync in flight; the others wait for the next
     flusher.release()
-    assert d1.result is PutMessageStatus.PUT_OK  # type: ignore[attr-defined]
+    assert d1.result is PutMessageStatus.PUT_OK
     assert not d2.called and len(flusher.pending) == 1
     flusher.release()  # one fsync covers both
-    assert d2.result is PutMessageStatus.PUT_OK and d3.result is PutMessageStatus.PUT_OK  # type: ignore[attr-defined]
+    assert d2.result is PutMessageStatus.PUT_OK and d3.result is PutMessageStatus.PUT_OK
     assert store.commit_log.mapped_file_queue.flushed_where == r3.end_offset
 
 
@@ -236,7 +236,7 @@ def test_sync_flush_timeout(stores: StoreFactory) -> None:
     stores.clock.advance(4.9)
     assert not d.called
     stores.clock.advance(0.2)
-    assert d.result is PutMessageStatus.FLUSH_DISK_TIMEOUT  # type: ignore[attr-defined]
+    assert d.result is PutMessageStatus.FLUSH_DISK_TIMEOUT
     flusher.release()  # a late fsync does not fire it twice
 
 
@@ -245,7 +245,7 @@ def test_sync_flush_wait_false_does_not_wait(stores: StoreFactory) -> None:
     store = stores.open(small_config(flush_disk_type=FlushDiskType.SYNC_FLUSH), run_blocking=flusher)
     r = store.put_message(make_msg(extra={"WAIT": "false"}))
     d = store.wait_for_flush(r)
-    assert d.result is PutMessageStatus.PUT_OK  # type: ignore[attr-defined]
+    assert d.result is PutMessageStatus.PUT_OK
     assert len(flusher.pending) == 1  # but the flusher was woken
 
 
