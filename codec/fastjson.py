@@ -546,6 +546,57 @@ def _join_surrogates(s: str) -> str:
     return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
+# Second fast path: rewrite the bare keys Java writes (integers, identifiers, flat MessageQueue-like
+# objects) into marked string keys, let orjson parse, then restore the marked keys. Strings are matched
+# first so nothing inside them is touched; anything else unusual falls through to the full parser.
+_KEY_MARK_INT = "\x00\x01"
+_KEY_MARK_OBJ = "\x00\x02"
+_KEY_MARK_INT_JSON = "\\u0000\\u0001"  # the marker as escapes inside JSON text
+_BARE_KEYS = re.compile(
+    r'"(?:[^"\\]|\\.)*"'  # a string: left alone
+    r"|(?<=[{,])([ \t\n\r]*)"  # else, in key position:
+    r"(?:(-?[0-9]+)|([A-Za-z_$][A-Za-z0-9_$]*)|(\{[^{}]*\}))"  # integer | identifier | flat object
+    r"([ \t\n\r]*):",
+    re.DOTALL,
+)
+
+
+def _restore_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        restored = {}
+        for raw, item in value.items():
+            key: Any = raw
+            if raw.startswith(_KEY_MARK_INT):
+                key = int(raw[2:])
+            elif raw.startswith(_KEY_MARK_OBJ):
+                key = _freeze(_restore_keys(orjson.loads(raw[2:])))
+            restored[key] = _restore_keys(item)
+        return restored
+    if isinstance(value, list):
+        return [_restore_keys(item) for item in value]
+    return value
+
+
+def _quick_lenient(text: str) -> Any:
+    marked = False
+
+    def fix(m: re.Match[str]) -> str:
+        nonlocal marked
+        number, ident, obj = m.group(2), m.group(3), m.group(4)
+        if number is not None:
+            marked = True
+            return f'{m.group(1)}"{_KEY_MARK_INT_JSON}{number}"{m.group(5)}:'
+        if ident is not None:
+            return f'{m.group(1)}"{ident}"{m.group(5)}:'
+        if obj is not None:
+            marked = True
+            return f"{m.group(1)}{orjson.dumps(_KEY_MARK_OBJ + obj).decode()}{m.group(5)}:"
+        return m.group()
+
+    value = orjson.loads(_BARE_KEYS.sub(fix, text))
+    return _restore_keys(value) if marked else value
+
+
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
     """Parse a fastjson-dialect document: standard JSON via orjson, anything else leniently.
 
@@ -560,6 +611,11 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     text = data if isinstance(data, str) else bytes(data).decode("utf-8", "replace")
     if text.startswith("\ufeff"):
         text = text[1:]
+    if "\x00" not in text and "\\u0000" not in text:  # so the key markers cannot meet real keys
+        try:
+            return _quick_lenient(text)
+        except (orjson.JSONDecodeError, ValueError):
+            pass
     parser = _Parser(text)
     result = parser.value()
     if parser.peek() != "":

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rmqtwin.codec import fastjson
 from rmqtwin.codec.fastjson import (
     FastjsonError,
     ObjectKey,
@@ -273,6 +274,52 @@ def test_dumps_loads_round_trip(value: Any, quote_int_keys: bool, fastjson2: boo
     if quote_int_keys:
         expected = _stringify_int_keys(expected)
     assert parsed == expected
+
+
+_keyed_values = st.recursive(
+    _json_scalars,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.text(max_size=6)
+            | st.integers(-(2**40), 2**40)
+            | st.builds(
+                lambda t, b, q: ObjectKey({"brokerName": b, "queueId": q, "topic": t}),
+                st.text(max_size=6),
+                st.text(max_size=6),
+                st.integers(0, 100),
+            ),
+            children,
+            max_size=3,
+        )
+    ),
+    max_leaves=15,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_keyed_values, st.booleans(), st.sampled_from(["", " ", "\n\t"]))
+def test_fast_paths_agree_with_the_full_parser(value: Any, fastjson2: bool, space: str) -> None:
+    text = dumps(value, quote_int_keys=False, fastjson2=fastjson2).decode()
+    if space:  # pretty-ish layout: whitespace around keys and values
+        text = text.replace(",", "," + space).replace("{", "{" + space).replace(":", space + ":")
+    full = fastjson._Parser(text).value()
+    assert loads(text) == full
+    if not space:  # (the naive layout above also pads inside strings)
+        assert full == _without_null_members(value)
+
+
+def test_object_key_with_braces_in_a_string_falls_back_correctly() -> None:
+    text = (
+        '{"t":{{"brokerName":"a}:b","queueId":0,"topic":"t"}:1,{"brokerName":"x","queueId":1,"topic":"t"}:2}}'
+    )
+    table = loads(text)["t"]
+    assert table[ObjectKey({"brokerName": "a}:b", "queueId": 0, "topic": "t"})] == 1
+    assert table[ObjectKey({"brokerName": "x", "queueId": 1, "topic": "t"})] == 2
+
+
+def test_keys_that_look_like_markers_stay_strings() -> None:
+    assert loads('{"\\u0000\\u00011":1,2:3}') == {"\x00\x011": 1, 2: 3}
 
 
 def _stringify_int_keys(value: Any) -> Any:
