@@ -18,9 +18,11 @@ from collections.abc import Callable
 import pytest
 
 from rmqtwin.codec.compression import COMPRESSED_FLAG, CompressionType, compress
+from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.message import (
     body_crc32,
     create_offset_msg_id,
+    decode_offset_msg_id,
     properties_to_string,
     string_to_properties,
 )
@@ -80,3 +82,17 @@ def test_properties_write_like_java(golden: Golden, line: str, index: int) -> No
     pairs = dict(gv.PROPERTY_PAIRS[index])
     written = properties_to_string(pairs, trailing_separator=gv.trailing_separator(line))
     assert written == result["text"]
+
+
+@pytest.mark.parametrize("line", list(LINES))
+@pytest.mark.parametrize("index", range(len(gv.OFFSET_MSG_IDS)))
+def test_offset_msg_id_decodes_like_java(golden: Golden, line: str, index: int) -> None:
+    result = golden(line).verified()[f"originated.msgid.{index}"].java
+    assert result is not None
+    if not result["ok"]:
+        # Java refuses the id; so must we (a codec error, not a bogus address).
+        with pytest.raises(CodecError):
+            decode_offset_msg_id(gv.OFFSET_MSG_IDS[index])
+        return
+    host, port, offset = decode_offset_msg_id(gv.OFFSET_MSG_IDS[index])
+    assert (gv.java_host(f"{host}|{port}"), offset) == (gv.java_host(result["address"]), result["offset"])

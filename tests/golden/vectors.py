@@ -492,7 +492,7 @@ def python_originated(line: str) -> list[dict[str, Any]]:
     long_topic = _message(LONG_TOPIC, b"v2 body", 0, MESSAGE_MAGIC_CODE_V2)
     record = encode_message_record(long_topic, trailing_separator=trailing_separator(line))
     items.append({"name": "originated.v2_magic_long_topic", "kind": "records", "hex": record.hex()})
-    return items + header_class_items() + body_class_items() + properties_items()
+    return items + header_class_items() + body_class_items() + properties_items() + msg_id_items()
 
 
 def python_header_classes() -> list[str]:
@@ -583,3 +583,22 @@ def properties_items() -> list[dict[str, Any]]:
         for i, pairs in enumerate(PROPERTY_PAIRS)
     ]
     return items
+
+
+# Offset msgIds for MessageDecoder.decodeMessageId: IPv4 (32 hex chars), IPv6 (56), lower-case hex, a
+# negative offset, and a port word of -1 (InetSocketAddress rejects it: "port out of range:-1").
+OFFSET_MSG_IDS = (
+    "7F00000100002A9F00000000000F1206",
+    "0A00000500002A9F0000000000001234",
+    "0a00000500002a9f0000000000001234",
+    "C0A8011400002A9F8000000000000000",
+    "C0A80114FFFFFFFF0000000000000001",
+    "20010DB8000000000000000000000001000027100000000100000000",
+)
+
+
+def msg_id_items() -> list[dict[str, Any]]:
+    return [
+        {"name": f"originated.msgid.{i}", "kind": "msgIdDecode", "text": text, "hex": ""}
+        for i, text in enumerate(OFFSET_MSG_IDS)
+    ]

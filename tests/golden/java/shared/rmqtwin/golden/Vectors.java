@@ -270,6 +270,13 @@ final class Vectors {
                         r.put("text", MessageDecoder.messageProperties2String(props));
                         break;
                     }
+                    case "msgIdDecode": {
+                        org.apache.rocketmq.common.message.MessageId id =
+                            MessageDecoder.decodeMessageId(in.getString("text"));
+                        r.put("address", Describe.host(id.getAddress()));
+                        r.put("offset", id.getOffset());
+                        break;
+                    }
                     case "headerClass":
                         r.put("fields", Describe.headerFieldTypes(classes.resolve(in.getString("headerClass"))));
                         break;
