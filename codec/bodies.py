@@ -19,7 +19,7 @@ import struct
 import types
 import typing
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self, TypeVar, Union
 
@@ -83,21 +83,39 @@ def _wire(name: str, default: Any = None) -> Any:
 
 # --------------------------------------------------------------------------------------------- conversion
 
-_HINTS: dict[type, dict[str, tuple[str, Any]]] = {}
+Converter = Callable[[Any], Any]
 
 
-def _hints(cls: type) -> dict[str, tuple[str, Any]]:
-    """Java name → (attribute, resolved type hint), built once per class."""
-    cached = _HINTS.get(cls)
-    if cached is None:
+@dataclass(frozen=True, slots=True)
+class _ClassPlan:
+    fields: dict[str, tuple[str, Converter]]  # Java name -> (attribute, converter)
+    required: tuple[str, ...]  # attributes without a default (set to None when absent)
+
+
+_PLANS: dict[type, _ClassPlan] = {}
+_CONVERTERS: dict[Any, Converter] = {}
+
+
+def _plan(cls: type) -> _ClassPlan:
+    """Per-class decoding plan, built once: a converter per property from its type hint."""
+    plan = _PLANS.get(cls)
+    if plan is None:
         resolved = typing.get_type_hints(cls)
-        cached = {
-            fastjson.wire_name(f): (f.name, resolved[f.name])
-            for f in dataclasses.fields(cls)
-            if f.metadata.get("json", True) is not False
-        }
-        _HINTS[cls] = cached
-    return cached
+        fields = dataclasses.fields(cls)
+        plan = _ClassPlan(
+            fields={
+                fastjson.wire_name(f): (f.name, _converter(resolved[f.name]))
+                for f in fields
+                if f.metadata.get("json", True) is not False
+            },
+            required=tuple(
+                f.name
+                for f in fields
+                if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            ),
+        )
+        _PLANS[cls] = plan
+    return plan
 
 
 def _strip_optional(hint: Any) -> Any:
@@ -109,48 +127,83 @@ def _strip_optional(hint: Any) -> Any:
     return hint
 
 
-def _convert_key(hint: Any, key: Any) -> Any:
-    if hint is int:
-        return int(key)
-    if hint is str:
-        return key if isinstance(key, str) else str(key)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        if isinstance(key, str):  # BrowserCompatible writes object keys as their JSON text
-            key = fastjson.loads(key)
-        return from_value(hint, key)
-    return key
+def _to_str(value: Any) -> Any:
+    return value if isinstance(value, str) else str(value)
 
 
-def _convert(hint: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    hint = _strip_optional(hint)
-    if hint is Any:
-        return value
-    if isinstance(hint, type):
-        if dataclasses.is_dataclass(hint):
-            return from_value(hint, value)
-        if hint is str:
-            return value if isinstance(value, str) else str(value)
-        if hint is bool:
-            return value if isinstance(value, bool) else str(value).lower() == "true"
-        if hint is int:
-            return value if isinstance(value, int) and not isinstance(value, bool) else int(value)
-        if hint is float:
-            return float(value)
-        return value
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin is list:
-        if isinstance(value, Mapping | str | bytes):
-            raise BodyError(f"expected a JSON array, got {type(value).__name__}")
-        return [_convert(args[0], v) for v in value]
-    if origin is dict:
-        if not isinstance(value, Mapping):
-            raise BodyError(f"expected a JSON object, got {type(value).__name__}")
-        key_hint, value_hint = args
-        return {_convert_key(key_hint, k): _convert(value_hint, v) for k, v in value.items()}
+def _to_int(value: Any) -> Any:
+    return value if type(value) is int else int(value)
+
+
+def _to_bool(value: Any) -> Any:
+    return value if isinstance(value, bool) else str(value).lower() == "true"
+
+
+def _to_float(value: Any) -> Any:
+    return float(value)
+
+
+def _identity(value: Any) -> Any:
     return value
+
+
+def _bean_converter(cls: type) -> Converter:
+    return lambda value: from_value(cls, value)
+
+
+def _key_converter(hint: Any) -> Converter:
+    if hint is int:
+        return int
+    if hint is str:
+        return _to_str
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+
+        def convert_object_key(key: Any) -> Any:
+            if isinstance(key, str):  # BrowserCompatible writes object keys as their JSON text
+                key = fastjson.loads(key)
+            return from_value(hint, key)
+
+        return convert_object_key
+    return _identity
+
+
+def _converter(hint: Any) -> Converter:
+    """A function turning parsed JSON into ``hint`` (None passes through), cached per hint."""
+    cached = _CONVERTERS.get(hint)
+    if cached is not None:
+        return cached
+    base = _strip_optional(hint)
+    origin = typing.get_origin(base)
+    args = typing.get_args(base)
+    convert: Converter
+    if base is Any:
+        convert = _identity
+    elif isinstance(base, type) and dataclasses.is_dataclass(base):
+        convert = _bean_converter(base)
+    elif base in (str, int, bool, float):
+        convert = {str: _to_str, int: _to_int, bool: _to_bool, float: _to_float}[base]
+    elif origin is list:
+        item = _converter(args[0])
+
+        def convert_list(value: Any) -> Any:
+            if isinstance(value, Mapping | str | bytes):
+                raise BodyError(f"expected a JSON array, got {type(value).__name__}")
+            return [None if v is None else item(v) for v in value]
+
+        convert = convert_list
+    elif origin is dict:
+        key_of, value_of = _key_converter(args[0]), _converter(args[1])
+
+        def convert_dict(value: Any) -> Any:
+            if not isinstance(value, Mapping):
+                raise BodyError(f"expected a JSON object, got {type(value).__name__}")
+            return {key_of(k): None if v is None else value_of(v) for k, v in value.items()}
+
+        convert = convert_dict
+    else:
+        convert = _identity
+    _CONVERTERS[hint] = convert
+    return convert
 
 
 def from_value(cls: type[T], value: Any) -> T:
@@ -159,21 +212,24 @@ def from_value(cls: type[T], value: Any) -> T:
         return value
     if not isinstance(value, Mapping):
         raise BodyError(f"{cls.__name__}: expected a JSON object, got {type(value).__name__}")
-    hints = _hints(cls)
+    plan = _plan(cls)
     kwargs: dict[str, Any] = {}
+    fields = plan.fields
     for key, item in value.items():
-        entry = hints.get(key) if isinstance(key, str) else None
+        entry = fields.get(key) if isinstance(key, str) else None
         if entry is None:
             continue
-        attr, hint = entry
+        attr, convert = entry
+        if item is None:
+            kwargs[attr] = None
+            continue
         try:
-            kwargs[attr] = _convert(hint, item)
+            kwargs[attr] = convert(item)
         except (TypeError, ValueError) as exc:
             raise BodyError(f"{cls.__name__}.{key}: {exc}") from None
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        if f.init and required and f.name not in kwargs:
-            kwargs[f.name] = None  # fastjson leaves a missing property null
+    for attr in plan.required:
+        if attr not in kwargs:
+            kwargs[attr] = None  # fastjson leaves a missing property null
     return cls(**kwargs)
 
 
