@@ -14,42 +14,13 @@ Targets: proxied TPS >= 0.8x direct, p50 added <= 1 ms.
 from __future__ import annotations
 
 import argparse
-import re
-import select
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
-
-
-def start_proxy(upstream: str, capture: Path) -> tuple[subprocess.Popen[str], str]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "rmqtwin",
-        "proxy",
-        "--upstream",
-        upstream,
-        "--port",
-        "0",
-        "--capture",
-        str(capture),
-    ]
-    with capture.with_name("proxy.log").open("w") as log:  # a file, never a pipe nobody drains
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
-    assert proc.stdout is not None
-    ready, _, _ = select.select([proc.stdout], [], [], 30)
-    line = proc.stdout.readline() if ready else ""
-    match = re.search(r"listening on (\S+) ", line)
-    if match is None:
-        proc.kill()
-        raise SystemExit(f"proxy did not start: {line!r}")
-    return proc, match.group(1)
 
 
 def rss_kib(pid: int) -> int:
@@ -139,13 +110,15 @@ def main() -> int:
 
     from rmqtwin.conformance.java_client import JavaClient
     from rmqtwin.conformance.launcher import RealRocketMQ
+    from rmqtwin.proxy.process import start_proxy
 
     client = JavaClient(args.version)
     direct_runs: list[dict[str, Any]] = []
     proxy_runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp, RealRocketMQ(args.version) as rmq:
         capture = Path(tmp) / "bench.rmqcap"
-        proc, proxy_ns = start_proxy(rmq.namesrv_addr, capture)
+        proxy = start_proxy(rmq.namesrv_addr, capture)
+        proc, proxy_ns = proxy.process, proxy.namesrv
         rss = PeakRss(proc.pid)
         rss.start()
         idle_rss = rss_kib(proc.pid)
@@ -167,8 +140,7 @@ def main() -> int:
                 )
         finally:
             rss.stop.set()
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=60)
+            proxy.stop(timeout=60)
         total_capture = capture_bytes(capture)
 
     def med(runs: list[dict[str, Any]], key: str) -> float:

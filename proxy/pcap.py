@@ -329,35 +329,24 @@ def from_pcap(
     )
 
     def emit_frames(flow: _Flow, direction: int, chunk: bytes, ts: int) -> None:
-        half = flow.halves[direction]
-        for frame in half.splitter.feed(chunk):
-            writer.write(
-                frame_record(
-                    direction=direction,
-                    mono_ns=ts,
-                    wall_ns=ts,
-                    conn_id=flow.conn_id,
-                    client=flow.client,
-                    server=flow.server,
-                    frame=frame,
-                    redact=redact,
-                )
+        splitter = flow.halves[direction].splitter
+        frames = [(frame, 0) for frame in splitter.feed(chunk)]
+        stats.frames += len(frames)
+        if splitter.raw:
+            frames += [(raw, FLAG_RAW) for raw in splitter.take_raw()]
+        for frame, flags in frames:
+            rec = frame_record(
+                direction=direction,
+                mono_ns=ts,
+                wall_ns=ts,
+                conn_id=flow.conn_id,
+                client=flow.client,
+                server=flow.server,
+                frame=frame,
+                flags=flags,
+                redact=redact,
             )
-            stats.frames += 1
-        if half.splitter.raw:
-            for raw in half.splitter.take_raw():
-                writer.write(
-                    frame_record(
-                        direction=direction,
-                        mono_ns=ts,
-                        wall_ns=ts,
-                        conn_id=flow.conn_id,
-                        client=flow.client,
-                        server=flow.server,
-                        frame=raw,
-                        flags=FLAG_RAW,
-                    )
-                )
+            writer.write(rec)
 
     def deliver(flow: _Flow, direction: int, seq: int, payload: bytes, ts: int) -> None:
         half = flow.halves[direction]

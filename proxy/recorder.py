@@ -215,29 +215,12 @@ class Recorder:
                 writer.write_packed(pack_record(rec))
                 self.stats.frames += 1
                 self.stats.bytes += len(frame)
-        elif kind == _KIND_OPEN:
-            data = orjson.dumps(payload)
-            writer.write(
-                event_record(
-                    REC_OPEN,
-                    mono_ns=mono,
-                    wall_ns=wall,
-                    conn_id=conn_id,
-                    client=client,
-                    server=server,
-                    data=data,
-                )
-            )
         else:
-            data = str(payload).encode()
-            writer.write(
-                event_record(
-                    REC_CLOSE,
-                    mono_ns=mono,
-                    wall_ns=wall,
-                    conn_id=conn_id,
-                    client=client,
-                    server=server,
-                    data=data,
-                )
+            if kind == _KIND_OPEN:
+                rtype, data = REC_OPEN, orjson.dumps(payload)
+            else:
+                rtype, data = REC_CLOSE, str(payload).encode()
+            rec = event_record(
+                rtype, mono_ns=mono, wall_ns=wall, conn_id=conn_id, client=client, server=server, data=data
             )
+            writer.write(rec)

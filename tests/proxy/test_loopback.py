@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from rmqtwin.proxy.capture import REC_FRAME, read_records
+from rmqtwin.proxy.process import start_proxy
 from tests.proxy.frames import json_frame
-from tests.proxy.test_real_proxy import start_proxy
 
 LIMIT = 200 * 1024 * 1024
 

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import re
-import select
 import shutil
-import signal
 import socket
 import struct
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -35,6 +32,7 @@ from rmqtwin.proxy.capture import (
     segment_paths,
 )
 from rmqtwin.proxy.pcap import frames_by_direction, from_pcap, to_pcap
+from rmqtwin.proxy.process import ProxyProcess, start_proxy
 from rmqtwin.proxy.stats import pair_exchanges, request_topic
 from rmqtwin.proxy.wire import peek_header
 from tests.proxy.frames import json_frame
@@ -53,57 +51,6 @@ BROKER_CONF = {"transactionCheckInterval": 1000, "transactionTimeOut": 1000}
 """Check half messages every second (default 60 s / 30 s), so check-backs happen within a test."""
 
 SEND_CODES = {10, 310, 320}
-
-
-@dataclass
-class ProxyProcess:
-    process: subprocess.Popen[str]
-    namesrv: str
-    capture: Path
-
-    def log(self) -> str:
-        """What the proxy wrote to stderr: warnings, and errors that closed a connection."""
-        return self.capture.with_name(self.capture.name + ".log").read_text()
-
-    def records(self) -> list[Record]:
-        return list(read_records(self.capture))
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
-
-
-def start_proxy(upstream: str, capture: Path, *extra: str) -> ProxyProcess:
-    cmd = [
-        sys.executable,
-        "-m",
-        "rmqtwin",
-        "proxy",
-        "--upstream",
-        upstream,
-        "--port",
-        "0",
-        "--capture",
-        str(capture),
-    ]
-    log = capture.with_name(capture.name + ".log").open("w")  # a file, never a pipe nobody drains
-    process = subprocess.Popen([*cmd, *extra], stdout=subprocess.PIPE, stderr=log, text=True)
-    log.close()
-    assert process.stdout is not None
-    ready, _, _ = select.select([process.stdout], [], [], 30)
-    line = process.stdout.readline() if ready else ""
-    match = re.search(r"listening on (\S+) ", line)
-    if match is None:
-        process.kill()
-        raise AssertionError(
-            f"proxy did not start: {line!r} {process.stderr.read() if process.stderr else ''}"
-        )
-    return ProxyProcess(process, match.group(1), capture)
 
 
 @dataclass
@@ -178,6 +125,8 @@ def observable(sent: Any, batch: Any, got: Any) -> dict[str, Any]:
 def test_producers_and_push_consumer_through_proxy_match_direct(line: Line) -> None:
     group = unique("g")
     topic = unique("TopicP")
+    settle(line.proxy)
+    first_conn = max((r.conn_id for r in line.proxy.records()), default=0) + 1
     via_proxy = run_scenario(line.client, line.proxy.namesrv, topic, group)
     direct = run_scenario(line.client, line.rmq.namesrv_addr, unique("TopicD"), unique("g"))
     assert observable(*via_proxy) == observable(*direct)
@@ -213,6 +162,15 @@ def test_producers_and_push_consumer_through_proxy_match_direct(line: Line) -> N
         assert str(req.server) == line.rmq.broker_addr
     pulls = [r for r in records if r.type == REC_FRAME and r.code == 11 and request_topic(r) == topic]
     assert pulls, "the push consumer's pulls went through the proxy"
+    # Every request of this scenario's clients that expects an answer has its answer in the capture,
+    # except long-polling pulls still suspended when the consumer shut down.
+    mine = [r for r in records if r.conn_id >= first_conn]
+    unanswered = [
+        (ex.request.conn_id, ex.request.code, ex.request.opaque)
+        for ex in pair_exchanges(mine)
+        if ex.response is None and not ex.oneway and ex.request.code != 11
+    ]
+    assert unanswered == []
 
 
 def orderly_run(line: Line, namesrv: str) -> dict[str, list[str]]:
