@@ -9,6 +9,7 @@ reason. All integers are little-endian.
 from __future__ import annotations
 
 import ipaddress
+import mmap
 import os
 import struct
 from collections.abc import Iterator
@@ -297,14 +298,18 @@ class CaptureReader:
             self._data_start = _FILE_HEADER.size + meta_len
 
     def __iter__(self) -> Iterator[Record]:
+        with open(self.path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size <= self._data_start:
+                return
+            # Mapped, not read: a 256 MiB segment costs page cache, not a 256 MiB bytes object.
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                yield from self._records(data, self._data_start, size)
+
+    def _records(self, data: mmap.mmap, pos: int, end: int) -> Iterator[Record]:
         fixed_size = _RECORD.size
         unpack = _RECORD.unpack_from
         endpoints: dict[tuple[bytes, int], Endpoint] = {}
-        with open(self.path, "rb") as f:
-            f.seek(self._data_start)
-            data = f.read()
-        pos = 0
-        end = len(data)
         while end - pos >= 4 + fixed_size:
             rec_len = _LEN.unpack_from(data, pos)[0]
             if pos + 4 + rec_len > end or rec_len < fixed_size:
