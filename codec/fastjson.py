@@ -225,6 +225,7 @@ def _java_key_order(key: Any) -> tuple[int, Any]:
 
 
 _JS_SAFE = 2**53 - 1
+_BEAN_NAMES: dict[tuple[type, int], tuple[tuple[str, str], ...]] = {}
 
 
 class _Writer:
@@ -273,19 +274,21 @@ class _Writer:
             raise TypeError(f"cannot write {type(obj).__name__} as fastjson")
 
     def bean(self, obj: Any, out: list[str]) -> None:
-        out.append("{")
-        first = True
-        for attr, name in bean_fields(type(obj)):
+        cls = type(obj)
+        names = _BEAN_NAMES.get((cls, self.style))
+        if names is None:
+            names = tuple((attr, _quote(name, self.style) + ":") for attr, name in bean_fields(cls))
+            _BEAN_NAMES[(cls, self.style)] = names
+        separator = "{"
+        for attr, name in names:
             val = getattr(obj, attr)
             if val is None:
                 continue
-            if not first:
-                out.append(",")
-            first = False
-            out.append(_quote(name, self.style))
-            out.append(":")
+            out.append(separator)
+            separator = ","
+            out.append(name)
             self.value(val, out)
-        out.append("}")
+        out.append("}" if separator == "," else "{}")
 
     def key(self, key: Any, out: list[str]) -> None:
         if isinstance(key, str):
