@@ -96,3 +96,20 @@ def test_offset_msg_id_decodes_like_java(golden: Golden, line: str, index: int) 
         return
     host, port, offset = decode_offset_msg_id(gv.OFFSET_MSG_IDS[index])
     assert (gv.java_host(f"{host}|{port}"), offset) == (gv.java_host(result["address"]), result["offset"])
+
+
+@pytest.mark.parametrize("line", list(LINES))
+@pytest.mark.parametrize("name", list(gv.ODD_FRAMES))
+def test_odd_frames_decode_like_java(golden: Golden, line: str, name: str) -> None:
+    """What Java's NettyDecoder accepts we decode to the same fields; what it rejects we reject."""
+    result = golden(line).verified()[f"originated.odd.{name}"].java
+    assert result is not None
+    frame = bytes.fromhex(gv.ODD_FRAMES[name])
+    if not result["ok"]:
+        with pytest.raises(CodecError):
+            gv.decode_frame(frame)
+        return
+    java = result["command"]
+    ext = java["extFields"]
+    expected = {**java, "extFields": None if ext is None else dict(sorted(ext.items()))}
+    assert gv.describe_command(gv.decode_frame(frame)) == expected

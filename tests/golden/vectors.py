@@ -492,7 +492,14 @@ def python_originated(line: str) -> list[dict[str, Any]]:
     long_topic = _message(LONG_TOPIC, b"v2 body", 0, MESSAGE_MAGIC_CODE_V2)
     record = encode_message_record(long_topic, trailing_separator=trailing_separator(line))
     items.append({"name": "originated.v2_magic_long_topic", "kind": "records", "hex": record.hex()})
-    return items + header_class_items() + body_class_items() + properties_items() + msg_id_items()
+    return (
+        items
+        + header_class_items()
+        + body_class_items()
+        + properties_items()
+        + msg_id_items()
+        + odd_frame_items()
+    )
 
 
 def python_header_classes() -> list[str]:
@@ -601,4 +608,61 @@ def msg_id_items() -> list[dict[str, Any]]:
     return [
         {"name": f"originated.msgid.{i}", "kind": "msgIdDecode", "text": text, "hex": ""}
         for i, text in enumerate(OFFSET_MSG_IDS)
+    ]
+
+
+def _json_frame(header: bytes, body: bytes = b"", serialize_type: int = 0) -> str:
+    length = 4 + len(header) + len(body)
+    return (
+        length.to_bytes(4, "big") + ((serialize_type << 24) | len(header)).to_bytes(4, "big") + header + body
+    ).hex()
+
+
+def _binary_header(code: int, ext: bytes, remark: bytes = b"", ext_len: int | None = None) -> bytes:
+    fixed = code.to_bytes(2, "big") + bytes([0]) + (409).to_bytes(2, "big") + (7).to_bytes(4, "big")
+    fixed += (0).to_bytes(4, "big") + len(remark).to_bytes(4, "big", signed=True) + remark
+    return fixed + (len(ext) if ext_len is None else ext_len).to_bytes(4, "big", signed=True) + ext
+
+
+def _entry(key: bytes, value: bytes) -> bytes:
+    return len(key).to_bytes(2, "big") + key + len(value).to_bytes(4, "big") + value
+
+
+# Frames a sloppy or hostile peer may send. Java either decodes them (fastjson is lenient: numbers as
+# strings, language by ordinal, missing keys, invalid UTF-8) or throws; the Python decoder must do the same.
+ODD_FRAMES: dict[str, str] = {
+    "json_numbers_as_strings": _json_frame(b'{"code":"105","flag":"0","opaque":"9","version":"409"}'),
+    "json_language_ordinal": _json_frame(b'{"code":105,"language":9,"opaque":1}'),
+    # (without "opaque" Java's decoded command keeps the per-JVM counter value its constructor drew)
+    "json_missing_keys": _json_frame(b'{"opaque":1}'),
+    "json_unknown_key": _json_frame(b'{"code":34,"opaque":2,"whatever":[1,{"a":null}]}'),
+    "json_go_client_style": _json_frame(
+        b'{"code":105,"language":"GO","version":317,"opaque":3,"flag":0,"remark":"","extFields":{}}'
+    ),
+    "json_ext_value_number": _json_frame(b'{"code":14,"opaque":4,"extFields":{"queueId":3,"topic":"T"}}'),
+    "json_invalid_utf8_remark": _json_frame(b'{"code":1,"flag":1,"opaque":5,"remark":"bad \xff\xfe here"}'),
+    "json_truncated": _json_frame(b'{"code":105,"opaque":'),
+    "json_not_an_object": _json_frame(b"[1,2,3]"),
+    "json_unknown_language": _json_frame(b'{"code":105,"language":"KOTLIN","opaque":6}'),
+    "json_opaque_overflow": _json_frame(b'{"code":105,"opaque":4294967296}'),
+    "json_header_longer_than_frame": (
+        (12).to_bytes(4, "big") + (100).to_bytes(4, "big") + b'{"code":1}'[:8]
+    ).hex(),
+    "unknown_serialize_type": _json_frame(b'{"code":105,"opaque":1}', serialize_type=2),
+    "binary_ok_with_body": _json_frame(_binary_header(105, _entry(b"topic", b"T")), b"BODY", 1),
+    "binary_ext_length_past_header": _json_frame(
+        _binary_header(105, _entry(b"topic", b"T"), ext_len=400), b"", 1
+    ),
+    "binary_entry_past_section": _json_frame(_binary_header(105, b"\x00\x05top"), b"", 1),
+    "binary_negative_remark_length": _json_frame(
+        _binary_header(105, b"")[:13] + (-5).to_bytes(4, "big", signed=True) + (0).to_bytes(4, "big"), b"", 1
+    ),
+    "binary_invalid_utf8_value": _json_frame(_binary_header(105, _entry(b"topic", b"T\xff")), b"", 1),
+}
+
+
+def odd_frame_items() -> list[dict[str, Any]]:
+    return [
+        {"name": f"originated.odd.{name}", "kind": "command", "hex": frame, "headerClass": None}
+        for name, frame in ODD_FRAMES.items()
     ]
