@@ -243,6 +243,12 @@ class CommitLog:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         if not batch:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        if len(batch) > 1 and any(
+            m.tran_type != TRANSACTION_NOT_TYPE or (m.get_property(PROPERTY_DELAY) or "0") not in ("", "0")
+            for m in batch
+        ):
+            # CommitLog.asyncPutMessages: batches may carry neither transactions nor delay levels
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         for msg in batch:
             status = self._check(msg)
             if status is not None:

@@ -619,8 +619,8 @@ class DefaultMessageStore:
         data = self.select_one_message_by_offset(commit_log_offset)
         if data is None:
             return None
-        try:
-            msg, _size = decode_message_record(data, 0)
+        try:  # the body as stored (MessageDecoder.decode(buf, readBody=true, deCompressBody=false))
+            msg, _size = decode_message_record(data, 0, decompress=False)
         except CodecError:
             return None
         return msg

@@ -176,3 +176,12 @@ def test_illegal_messages_are_rejected(stores: StoreFactory) -> None:
     assert store.put_message(make_msg(body=b"x" * 101)).status is PutMessageStatus.MESSAGE_ILLEGAL
     assert store.put_message(make_msg(topic="T" * 128)).status is PutMessageStatus.MESSAGE_ILLEGAL
     assert store.put_message(make_msg(body=b"x" * 100)).status is PutMessageStatus.PUT_OK
+
+
+def test_batches_with_delay_or_transactions_are_illegal(stores: StoreFactory) -> None:
+    store = stores.open()
+    delayed = store.put_messages([make_msg(), make_msg(extra={"DELAY": "2"})])
+    assert delayed.status is PutMessageStatus.MESSAGE_ILLEGAL
+    prepared = store.put_messages([make_msg(sys_flag=TRANSACTION_PREPARED_TYPE), make_msg()])
+    assert prepared.status is PutMessageStatus.MESSAGE_ILLEGAL
+    assert store.get_max_phy_offset() == 0

@@ -1,13 +1,16 @@
 """Both directions against real Apache RocketMQ (4.9.7 and 5.5.0 brokers, real Java clients).
 
-(b) A real broker writes a store under load from the Java producer (several commitlog and consume queue
-files, a consumer group committing offsets); rmqtwin opens a copy and must serve every message at the
-queue offset and with the msgIds the producer was told, answer query-by-key and read the committed offsets.
+One real broker per version, started on a copy of a store rmqtwin wrote:
 
-(a) rmqtwin writes a store (several topics, queues, tags, keys, segments, consumer offsets); a real broker
-started on a copy must deliver every message to the Java push consumer with the same bodies, properties,
-queue offsets and msgIds, report the committed consumer offsets and answer query-by-key and max offsets
-over the remoting protocol.
+(a) rmqtwin writes a store (two topics, six queues, tags, keys, several commitlog and consume-queue files,
+committed consumer offsets, topics.json); the real broker must deliver every message to the Java push
+consumer with the same bodies, properties, queue offsets, commitlog offsets and msgIds, and answer consumer
+offsets, max offsets and query-by-key over the remoting protocol.
+
+(b) The Java producer then writes more through that broker (and the push consumer's committed offsets are
+persisted by it); rmqtwin opens a copy of the broker's store and must serve every message at the queue
+offset and with the msgIds the producer was told, answer query-by-key, read the committed offsets, and
+recover the same store after a torn last record.
 """
 
 from __future__ import annotations
@@ -35,17 +38,9 @@ SEGMENT = 256 * 1024
 CQ_FILE = 20 * 100  # 100 entries per consume queue file: several files per queue
 SIZES = {"mappedFileSizeCommitLog": SEGMENT, "mappedFileSizeConsumeQueue": CQ_FILE}
 STORE_HOST = ("127.0.0.1", 10911)
-VERSIONS = ["4.9", "5"]
-CLIENT_ONLY_PROPERTIES = {"MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME", "CLUSTER"}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _need_java() -> None:
-    from rmqtwin.conformance.launcher import java_available
-
-    reason = java_available()
-    if reason is not None:
-        pytest.skip(reason)
+OUR_MESSAGES = 420
+JAVA_MESSAGES = 300
+CLIENT_ONLY_PROPERTIES = {"MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME"}
 
 
 def store_config(**kw: Any) -> MessageStoreConfig:
@@ -57,10 +52,9 @@ def store_config(**kw: Any) -> MessageStoreConfig:
 def remoting_call(addr: str, code: int, ext: dict[str, str]) -> RemotingCommand:
     """One request over a plain socket with rmqtwin.codec (what mqadmin or a client would send)."""
     host, port = addr.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
         sock.sendall(encode_command(create_request(code, ext, opaque=7)))
-        head = _read(sock, 4)
-        return decode_command(_read(sock, struct.unpack(">i", head)[0]))
+        return decode_command(_read(sock, struct.unpack(">i", _read(sock, 4))[0]))
 
 
 def _read(sock: socket.socket, n: int) -> bytes:
@@ -78,130 +72,15 @@ def driver_body(size: int) -> bytes:
     return bytes(ord("a") + k % 26 for k in range(size))
 
 
-def body_of(i: int, size: int) -> bytes:
-    return bytes((ord("a") + (i + k) % 26) for k in range(size))
-
-
-# ----------------------------------------------------------------------------- (b) real broker writes
-
-
-@pytest.fixture(scope="module", params=VERSIONS)
-def real_written_store(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Any]:
-    from rmqtwin.conformance.java_client import JavaClient
-    from rmqtwin.conformance.launcher import RealRocketMQ
-
-    version = request.param
-    root = tmp_path_factory.mktemp(f"real-{version}")
-    messages = [
-        {
-            "bodySize": 900 + (i % 5) * 300,
-            "tags": f"Tag{'ABC'[i % 3]}",
-            "keys": [f"key-{i}", f"order-{i % 7}"],
-            "properties": {"seq": str(i)},
-        }
-        for i in range(360)
-    ]
-    client = JavaClient(version)
-    with RealRocketMQ(version, store_dir=root / "store", broker_conf_overrides=SIZES) as rmq:
-        sent_a = client.producer(rmq.namesrv_addr, "StoreInteropA", mode="sync", messages=messages).check()
-        sent_b = client.producer(
-            rmq.namesrv_addr, "StoreInteropB", mode="batch", batchSize=8, count=40
-        ).check()
-        client.push_consumer(rmq.namesrv_addr, "StoreInteropA", group="interop_group", expect=360).check()
-    copy = root / "copy"
-    shutil.copytree(root / "store", copy)
-    yield version, copy, messages, sent_a.sent, sent_b.sent
-
-
-def test_rmqtwin_serves_a_real_broker_store(real_written_store: Any) -> None:
-    _version, copy, messages, sent_a, sent_b = real_written_store
-    commitlog = sorted(os.listdir(copy / "commitlog"))
-    assert len(commitlog) >= 2  # the load spanned several segments
-    # Under Java 17 the launched broker's shutdown hook may die before removing ``abort``; then this is
-    # abnormal recovery, where Java drops index files newer than the checkpoint and re-indexes only from
-    # the checkpoint on unless messageIndexSafe is set. Set it, so query-by-key covers every message.
-    store = DefaultMessageStore(str(copy), store_config(message_index_safe=True))
-    assert store.load()
-    try:
-        assert len(sent_a) == 360 and len(sent_b) == 40
-        for event in sent_a + sent_b:
-            assert event["status"] == "SEND_OK"
-            res = store.get_message("g", event["topic"], event["queueId"], event["queueOffset"], 1)
-            assert res.status is GetMessageStatus.FOUND, event
-            msg = decode_message_record(res.message_buffers[0], check_crc=True)[0]
-            assert msg.properties["UNIQ_KEY"] == event["msgId"]
-            assert msg.offset_msg_id == event["offsetMsgId"]
-            assert msg.queue_offset == event["queueOffset"]
-            if event["topic"] == "StoreInteropA":
-                spec = messages[event["index"]]
-                assert msg.body == driver_body(spec["bodySize"])
-                assert msg.tags == spec["tags"]
-                assert msg.properties["seq"] == str(event["index"])
-        total = sum(
-            store.get_max_offset_in_queue("StoreInteropA", q) for q in store.get_queue_ids("StoreInteropA")
-        )
-        assert total == 360
-        hits = store.query_message("StoreInteropA", "key-17", 32, 0, 2**62)
-        uniq = {decode_message_record(b)[0].properties["UNIQ_KEY"] for b in hits.message_buffers}
-        assert next(e["msgId"] for e in sent_a if e["index"] == 17) in uniq
-        offsets = ConsumerOffsetManager(str(copy))
-        assert offsets.load()
-        committed = offsets.query_offsets("interop_group", "StoreInteropA")
-        assert committed == {
-            q: store.get_max_offset_in_queue("StoreInteropA", q) for q in store.get_queue_ids("StoreInteropA")
-        }
-        topics = TopicConfigManager(str(copy))
-        assert topics.load() and topics.select_topic_config("StoreInteropA") is not None
-    finally:
-        store.shutdown()
-
-
-def test_rmqtwin_recovers_a_real_store_after_a_crash(real_written_store: Any, tmp_path: Path) -> None:
-    """The same store with ``abort`` present and a torn last record: abnormal recovery cuts only that."""
-    _version, copy, _messages, sent_a, _sent_b = real_written_store
-    crashed = tmp_path / "crashed"
-    shutil.copytree(copy, crashed)
-    (crashed / "abort").write_bytes(b"")
-    plain = DefaultMessageStore(str(copy), store_config(), read_only=True)
-    assert plain.load()
-    end = plain.get_max_phy_offset()
-    last = plain.commit_log.iter_records(plain.get_min_phy_offset())[-1]
-    plain.shutdown()
-    assert last.commit_log_offset + last.msg_size == end
-    with open(
-        crashed / "commitlog" / f"{last.commit_log_offset - last.commit_log_offset % SEGMENT:020d}", "r+b"
-    ) as f:
-        f.seek(last.commit_log_offset % SEGMENT + 88)  # first body byte (IPv4 hosts): CRC mismatch
-        first = f.read(1)
-        f.seek(-1, os.SEEK_CUR)
-        f.write(bytes([first[0] ^ 0xFF]))
-    store = DefaultMessageStore(str(crashed), store_config())
-    assert store.load()
-    try:
-        assert not store.last_exit_ok
-        assert store.get_max_phy_offset() == last.commit_log_offset
-        assert store.get_max_offset_in_queue(last.topic, last.queue_id) == last.consume_queue_offset
-        for event in sent_a:
-            res = store.get_message("g", "StoreInteropA", event["queueId"], event["queueOffset"], 1)
-            assert res.status is GetMessageStatus.FOUND
-    finally:
-        store.shutdown()
-
-
-# ----------------------------------------------------------------------------- (a) rmqtwin writes
-
-
 def write_rmqtwin_store(root: Path) -> list[dict[str, Any]]:
     store = DefaultMessageStore(str(root), store_config())
     assert store.load()
     store.start()
     written: list[dict[str, Any]] = []
     try:
-        for i in range(420):
+        for i in range(OUR_MESSAGES):
             topic, queues = ("InteropOursA", 4) if i % 3 else ("InteropOursB", 2)
-            body = body_of(i, 700 + (i % 4) * 250)
+            body = bytes((i * 7 + k) % 251 for k in range(700 + (i % 4) * 250))
             props = {"TAGS": f"Tag{'XYZ'[i % 3]}", "KEYS": f"key-{i} group-{i % 5}", "UNIQ_KEY": f"{i:032X}"}
             props["seq"] = str(i)
             msg = MessageExtBrokerInner(
@@ -239,56 +118,68 @@ def write_rmqtwin_store(root: Path) -> list[dict[str, Any]]:
     return written
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_real_broker_serves_an_rmqtwin_store(version: str, tmp_path: Path) -> None:
+@pytest.fixture(scope="module", params=["4.9", "5"])
+def round_trip(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """rmqtwin store -> real broker (consume, query, produce) -> copy of the broker's store."""
     from rmqtwin.codec.codes import RequestCode
     from rmqtwin.conformance.java_client import JavaClient
-    from rmqtwin.conformance.launcher import RealRocketMQ
+    from rmqtwin.conformance.launcher import RealRocketMQ, java_available
 
-    written = write_rmqtwin_store(tmp_path / "ours")
-    assert len(os.listdir(tmp_path / "ours" / "commitlog")) >= 2
-    shutil.copytree(tmp_path / "ours", tmp_path / "copy")
+    reason = java_available()
+    if reason is not None:
+        pytest.skip(reason)
+    version = request.param
+    root = tmp_path_factory.mktemp(f"interop-{version}")
+    written = write_rmqtwin_store(root / "ours")
+    assert len(os.listdir(root / "ours" / "commitlog")) >= 2
+    shutil.copytree(root / "ours", root / "broker")
     client = JavaClient(version)
-    rmq = RealRocketMQ(version, store_dir=tmp_path / "copy", broker_conf_overrides=SIZES).start()
-    try:
-        got = client.push_consumer(
-            rmq.namesrv_addr,
-            "InteropOursA",
-            group="fresh_group",
-            subscriptions=[
-                {"topic": "InteropOursA", "expression": "*"},
-                {"topic": "InteropOursB", "expression": "*"},
-            ],
-            expect=len(written),
-            timeoutMs=60_000,
-        ).check()
-        by_uniq = {e["uniqKey"]: e for e in got.received}
-        assert len(by_uniq) == len(written)
-        for w in written:
-            e = by_uniq[w["uniq"]]
-            assert (e["topic"], e["queueId"], e["queueOffset"]) == (
-                w["topic"],
-                w["queueId"],
-                w["queueOffset"],
+    java_messages = [
+        {
+            "topic": "StoreInteropA" if i % 4 else "StoreInteropB",
+            "bodySize": 900 + (i % 5) * 300,
+            "tags": f"Tag{'ABC'[i % 3]}",
+            "keys": [f"key-{i}", f"order-{i % 7}"],
+            "properties": {"seq": str(i)},
+        }
+        for i in range(JAVA_MESSAGES)
+    ]
+    remote: dict[str, Any] = {}
+    with RealRocketMQ(
+        version, store_dir=root / "broker", broker_conf_overrides=SIZES, start_timeout=300
+    ) as rmq:
+        remote["received"] = (
+            client.push_consumer(
+                rmq.namesrv_addr,
+                "InteropOursA",
+                group="fresh_group",
+                subscriptions=[
+                    {"topic": "InteropOursA", "expression": "*"},
+                    {"topic": "InteropOursB", "expression": "*"},
+                ],
+                expect=len(written),
+                timeoutMs=90_000,
             )
-            assert e["commitLogOffset"] == w["commitLogOffset"]
-            assert e["offsetMsgId"] == w["msgId"] == create_offset_msg_id(STORE_HOST, w["commitLogOffset"])
-            assert e["bodySha256"] == w["sha"]
-            assert {k: v for k, v in e["properties"].items() if k not in CLIENT_ONLY_PROPERTIES} == w["props"]
-        for q in range(4):
-            r = remoting_call(
+            .check()
+            .received
+        )
+        remote["committed"] = {
+            q: remoting_call(
                 rmq.broker_addr,
                 RequestCode.QUERY_CONSUMER_OFFSET,
                 {"consumerGroup": "committed_group", "topic": "InteropOursA", "queueId": str(q)},
             )
-            assert r.code == 0 and r.ext("offset") == str(5 + q)
-            mx = remoting_call(
+            for q in range(4)
+        }
+        remote["max"] = {
+            q: remoting_call(
                 rmq.broker_addr, RequestCode.GET_MAX_OFFSET, {"topic": "InteropOursA", "queueId": str(q)}
             )
-            assert int(mx.ext("offset") or -1) == sum(
-                1 for w in written if w["topic"] == "InteropOursA" and w["queueId"] == q
-            )
-        found = remoting_call(
+            for q in range(4)
+        }
+        remote["query"] = remoting_call(
             rmq.broker_addr,
             RequestCode.QUERY_MESSAGE,
             {
@@ -299,8 +190,124 @@ def test_real_broker_serves_an_rmqtwin_store(version: str, tmp_path: Path) -> No
                 "endTimestamp": str(2**62),
             },
         )
-        assert found.code == 0 and found.body
-        keys = {m.properties["UNIQ_KEY"] for m in iter_message_records(found.body)}
-        assert f"{33:032X}" in keys
+        remote["sent"] = (
+            client.producer(rmq.namesrv_addr, "StoreInteropA", mode="sync", messages=java_messages)
+            .check()
+            .sent
+        )
+    shutil.copytree(root / "broker", root / "copy")
+    yield {
+        "version": version,
+        "written": written,
+        "java_messages": java_messages,
+        "copy": root / "copy",
+        **remote,
+    }
+
+
+# ----------------------------------------------------------------------------- (a) rmqtwin writes
+
+
+def test_real_broker_delivers_every_rmqtwin_message(round_trip: dict[str, Any]) -> None:
+    written = round_trip["written"]
+    by_uniq = {e["uniqKey"]: e for e in round_trip["received"]}
+    assert len(by_uniq) == len(written)
+    for w in written:
+        e = by_uniq[w["uniq"]]
+        assert (e["topic"], e["queueId"], e["queueOffset"]) == (w["topic"], w["queueId"], w["queueOffset"])
+        assert e["commitLogOffset"] == w["commitLogOffset"]
+        assert e["offsetMsgId"] == w["msgId"] == create_offset_msg_id(STORE_HOST, w["commitLogOffset"])
+        assert e["bodySha256"] == w["sha"]
+        assert {k: v for k, v in e["properties"].items() if k not in CLIENT_ONLY_PROPERTIES} == w["props"]
+
+
+def test_real_broker_answers_offsets_and_queries_on_an_rmqtwin_store(round_trip: dict[str, Any]) -> None:
+    written = round_trip["written"]
+    for q in range(4):
+        committed, mx = round_trip["committed"][q], round_trip["max"][q]
+        assert committed.code == 0 and committed.ext("offset") == str(5 + q)
+        expected = sum(1 for w in written if w["topic"] == "InteropOursA" and w["queueId"] == q)
+        assert mx.code == 0 and int(mx.ext("offset") or -1) == expected
+    found = round_trip["query"]
+    assert found.code == 0 and found.body
+    assert f"{33:032X}" in {m.properties["UNIQ_KEY"] for m in iter_message_records(found.body)}
+
+
+# ----------------------------------------------------------------------------- (b) real broker writes
+
+
+def test_rmqtwin_serves_the_real_brokers_store(round_trip: dict[str, Any]) -> None:
+    copy, sent, specs = round_trip["copy"], round_trip["sent"], round_trip["java_messages"]
+    assert len(os.listdir(copy / "commitlog")) >= 3
+    # Under Java 17 the launched broker's shutdown hook may die before removing ``abort``; then this is
+    # abnormal recovery, where Java drops index files newer than the checkpoint and re-indexes only from
+    # the checkpoint on unless messageIndexSafe is set. Set it, so query-by-key covers every message.
+    store = DefaultMessageStore(str(copy), store_config(message_index_safe=True))
+    assert store.load()
+    try:
+        assert len(sent) == JAVA_MESSAGES
+        for event in sent:
+            assert event["status"] == "SEND_OK"
+            res = store.get_message("g", event["topic"], event["queueId"], event["queueOffset"], 1)
+            assert res.status is GetMessageStatus.FOUND, event
+            msg = decode_message_record(res.message_buffers[0], check_crc=True)[0]
+            assert msg.properties["UNIQ_KEY"] == event["msgId"]
+            assert msg.offset_msg_id == event["offsetMsgId"]
+            assert msg.queue_offset == event["queueOffset"]
+            spec = specs[event["index"]]
+            assert (msg.topic, msg.tags, msg.keys) == (spec["topic"], spec["tags"], " ".join(spec["keys"]))
+            assert msg.body == driver_body(spec["bodySize"])
+            assert msg.properties["seq"] == str(event["index"])
+        for w in round_trip["written"]:  # and what rmqtwin wrote before is still served unchanged
+            res = store.get_message("g", w["topic"], w["queueId"], w["queueOffset"], 1)
+            assert decode_message_record(res.message_buffers[0])[0].properties["UNIQ_KEY"] == w["uniq"]
+        hits = store.query_message("StoreInteropA", "key-17", 32, 0, 2**62)
+        uniq = {decode_message_record(b)[0].properties["UNIQ_KEY"] for b in hits.message_buffers}
+        assert next(e["msgId"] for e in sent if e["index"] == 17) in uniq
+        offsets = ConsumerOffsetManager(str(copy))
+        assert offsets.load()
+        for topic in ("InteropOursA", "InteropOursB"):
+            committed = offsets.query_offsets("fresh_group", topic)
+            assert committed == {
+                q: store.get_max_offset_in_queue(topic, q) for q in store.get_queue_ids(topic)
+            }
+        assert offsets.query_offsets("committed_group", "InteropOursA") == {q: 5 + q for q in range(4)}
     finally:
-        rmq.stop(graceful=False)  # nothing reads this copy afterwards
+        store.shutdown()
+
+
+def test_rmqtwin_recovers_the_real_store_after_a_torn_record(
+    round_trip: dict[str, Any], tmp_path: Path
+) -> None:
+    """The same store with ``abort`` present and a corrupt last record: abnormal recovery cuts only that."""
+    copy, sent = round_trip["copy"], round_trip["sent"]
+    crashed = tmp_path / "crashed"
+    shutil.copytree(copy, crashed)
+    (crashed / "abort").write_bytes(b"")
+    plain = DefaultMessageStore(str(copy), store_config(), read_only=True)
+    assert plain.load()
+    end = plain.get_max_phy_offset()
+    last = plain.commit_log.iter_records(plain.get_min_phy_offset())[-1]
+    plain.shutdown()
+    assert last.commit_log_offset + last.msg_size == end
+    with open(
+        crashed / "commitlog" / f"{last.commit_log_offset - last.commit_log_offset % SEGMENT:020d}", "r+b"
+    ) as f:
+        f.seek(last.commit_log_offset % SEGMENT + 88)  # first body byte (IPv4 hosts): CRC mismatch
+        first = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([first[0] ^ 0xFF]))
+    store = DefaultMessageStore(str(crashed), store_config())
+    assert store.load()
+    try:
+        assert not store.last_exit_ok
+        assert store.get_max_phy_offset() == last.commit_log_offset
+        assert store.get_max_offset_in_queue(last.topic, last.queue_id) == last.consume_queue_offset
+        for event in sent:
+            same_queue = (event["topic"], event["queueId"]) == (last.topic, last.queue_id)
+            if same_queue and event["queueOffset"] >= last.consume_queue_offset:
+                continue
+            res = store.get_message("g", event["topic"], event["queueId"], event["queueOffset"], 1)
+            assert res.status is GetMessageStatus.FOUND
+    finally:
+        store.shutdown()
