@@ -122,6 +122,13 @@ class GoldenLine:
             pytest.fail(f"RocketMQ {self.rocketmq_version} generator wrote no vector {name!r}")
         return self._by_name[name]
 
+    def java_result(self, name: str) -> dict[str, Any]:
+        """What the verifier reported for one Python-sent vector."""
+        result = self.verified()[name].java
+        if result is None:
+            pytest.fail(f"the RocketMQ {self.rocketmq_version} verifier wrote no result for {name!r}")
+        return result
+
     def verified(self) -> dict[str, PythonEncoded]:
         """One JVM decodes, for this line, Python's own encoding of every vector's intended fields and
         the Python-originated vectors (names starting ``originated.``)."""

@@ -21,8 +21,7 @@ Golden = Callable[[str], GoldenLine]
 
 
 def _java_properties(golden: Golden, line: str, name: str) -> set[str] | None:
-    result = golden(line).verified()[f"bodyclass.{name}"].java
-    assert result is not None, "the verifier wrote no result"
+    result = golden(line).java_result(f"bodyclass.{name}")
     if not result["ok"]:
         assert "ClassNotFoundException" in result["error"], result["trace"]
         return None

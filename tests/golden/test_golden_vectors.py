@@ -85,9 +85,9 @@ def test_python_decodes(golden: Golden, line: str, name: str) -> None:
         if vector["form"] != "compressed":
             assert gv.canon(fastjson.loads(data)) == gv.canon(vector["content"])
         # The typed body keeps every property Java read (re-serialized, it has the same content).
-        typed = gv.decode_typed_body(gv.body_class(vector["bodyClass"]), data, vector["form"])
+        body = gv.decode_typed_body(gv.body_class(vector["bodyClass"]), data, vector["form"])
         form = "legacy" if vector["form"] == "compressed" else vector["form"]
-        as_json = gv.encode_typed_body(typed, form, line)
+        as_json = gv.encode_typed_body(body, form, line)
         assert gv.canon(fastjson.loads(as_json)) == gv.canon(vector["content"])
     else:
         pytest.fail(f"unknown vector kind {kind}")

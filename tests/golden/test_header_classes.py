@@ -69,8 +69,7 @@ def _python_kind(spec: Any) -> str:
 
 
 def _java_fields(golden: Golden, line: str, name: str) -> list[dict[str, Any]] | None:
-    result = golden(line).verified()[f"headerclass.{name}"].java
-    assert result is not None, "the verifier wrote no result"
+    result = golden(line).java_result(f"headerclass.{name}")
     if not result["ok"]:
         assert "ClassNotFoundException" in result["error"], result["trace"]
         return None

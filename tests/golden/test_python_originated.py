@@ -38,7 +38,7 @@ Golden = Callable[[str], GoldenLine]
 @pytest.mark.parametrize("line", list(LINES))
 @pytest.mark.parametrize("compression", [ct.name.lower() for ct in CompressionType])
 def test_java_inflates_python_compressed_bodies(golden: Golden, line: str, compression: str) -> None:
-    result = golden(line).verified()[f"originated.compressed_{compression}"].java
+    result = golden(line).java_result(f"originated.compressed_{compression}")
     assert result["ok"], result.get("trace")
     (msg,) = result["messages"]
     ct = CompressionType[compression.upper()]
@@ -51,7 +51,7 @@ def test_java_inflates_python_compressed_bodies(golden: Golden, line: str, compr
 
 
 def test_java_5_decodes_the_v2_magic(golden: Golden) -> None:
-    result = golden("v5").verified()["originated.v2_magic_long_topic"].java
+    result = golden("v5").java_result("originated.v2_magic_long_topic")
     assert result["ok"], result.get("trace")
     (msg,) = result["messages"]
     assert msg["topic"] == LONG_TOPIC
@@ -61,7 +61,7 @@ def test_java_5_decodes_the_v2_magic(golden: Golden) -> None:
 
 def test_java_4_cannot_read_the_v2_magic(golden: Golden) -> None:
     """4.9.8 ignores the magic and reads a 1-byte topic length: the v2 record is not readable there."""
-    result = golden("v4").verified()["originated.v2_magic_long_topic"].java
+    result = golden("v4").java_result("originated.v2_magic_long_topic")
     readable = result["ok"] and result["messages"][0]["topic"] == LONG_TOPIC
     assert not readable
 
@@ -69,16 +69,16 @@ def test_java_4_cannot_read_the_v2_magic(golden: Golden) -> None:
 @pytest.mark.parametrize("line", list(LINES))
 @pytest.mark.parametrize("index", range(len(gv.PROPERTY_STRINGS)))
 def test_properties_parse_like_java(golden: Golden, line: str, index: int) -> None:
-    result = golden(line).verified()[f"originated.props.parse.{index}"].java
-    assert result is not None and result["ok"], result
+    result = golden(line).java_result(f"originated.props.parse.{index}")
+    assert result["ok"], result
     assert string_to_properties(gv.PROPERTY_STRINGS[index]) == result["properties"]
 
 
 @pytest.mark.parametrize("line", list(LINES))
 @pytest.mark.parametrize("index", range(len(gv.PROPERTY_PAIRS)))
 def test_properties_write_like_java(golden: Golden, line: str, index: int) -> None:
-    result = golden(line).verified()[f"originated.props.write.{index}"].java
-    assert result is not None and result["ok"], result
+    result = golden(line).java_result(f"originated.props.write.{index}")
+    assert result["ok"], result
     pairs = dict(gv.PROPERTY_PAIRS[index])
     written = properties_to_string(pairs, trailing_separator=gv.trailing_separator(line))
     assert written == result["text"]
@@ -87,8 +87,7 @@ def test_properties_write_like_java(golden: Golden, line: str, index: int) -> No
 @pytest.mark.parametrize("line", list(LINES))
 @pytest.mark.parametrize("index", range(len(gv.OFFSET_MSG_IDS)))
 def test_offset_msg_id_decodes_like_java(golden: Golden, line: str, index: int) -> None:
-    result = golden(line).verified()[f"originated.msgid.{index}"].java
-    assert result is not None
+    result = golden(line).java_result(f"originated.msgid.{index}")
     if not result["ok"]:
         # Java refuses the id; so must we (a codec error, not a bogus address).
         with pytest.raises(CodecError):
@@ -102,8 +101,7 @@ def test_offset_msg_id_decodes_like_java(golden: Golden, line: str, index: int) 
 @pytest.mark.parametrize("name", list(gv.ODD_FRAMES))
 def test_odd_frames_decode_like_java(golden: Golden, line: str, name: str) -> None:
     """What Java's NettyDecoder accepts we decode to the same fields; what it rejects we reject."""
-    result = golden(line).verified()[f"originated.odd.{name}"].java
-    assert result is not None
+    result = golden(line).java_result(f"originated.odd.{name}")
     frame = bytes.fromhex(gv.ODD_FRAMES[name])
     if not result["ok"]:
         with pytest.raises(CodecError):
