@@ -68,6 +68,7 @@ __all__ = [
     "TopicStatsTable",
     "UnlockBatchRequestBody",
     "from_value",
+    "route_standard_json",
 ]
 
 T = TypeVar("T")
@@ -333,6 +334,15 @@ class TopicRouteData(Body):
                 self, browser_compatible=True, sort_map_keys=True, quote_int_keys=True, fastjson2=fastjson2
             )
         return fastjson.dumps(self, quote_int_keys=False, fastjson2=fastjson2)
+
+
+V4_9_4 = 401  # MQVersion.Version.V4_9_4.ordinal()
+
+
+def route_standard_json(request_version: int, accept_standard_json_only: bool | None = None) -> bool:
+    """Which route form the namesrv writes (``DefaultRequestProcessor.getRouteInfoByTopic``, 4.9.8 and 5.x):
+    standard JSON for clients at V4_9_4 or later, or when the request header asks for it."""
+    return request_version >= V4_9_4 or bool(accept_standard_json_only)
 
 
 @dataclass(slots=True, kw_only=True)

@@ -19,6 +19,15 @@ classes, whose ``decode`` parses without catching, ``java.lang.NumberFormatExcep
 "x"``). :func:`from_ext_fields` therefore raises :class:`HeaderFieldError` carrying that response code and
 a remark of the same shape (the field name where Java prints a stack frame); pass ``strict=False`` to
 decode like Java instead (missing/unparsable fields left ``None``).
+
+Observed on a real 4.9.7 broker (JDK 17): GET_MAX_OFFSET without ``queueId`` or with ``queueId=x`` →
+1, ``java.lang.NullPointerException: Cannot invoke "java.lang.Integer.intValue()" because the return value
+of "…GetMaxOffsetRequestHeader.getQueueId()" is null, …AdminBrokerProcessor.getMaxOffset(…)``;
+SEND_MESSAGE_V2 with ``d=x`` → 1, ``java.lang.NumberFormatException: For input string: "x", …``. But a
+processor's own checks may come first: SEND_MESSAGE_V2 without ``b`` → 1 ``The specified topic is blank.``;
+PULL_MESSAGE without ``queueOffset`` → 24 (the group check runs first); GET_ROUTEINFO_BY_TOPIC without
+``topic`` → 17 for topic "null". A server that must match those decodes with ``strict=False`` and lets
+its processor meet the ``None``.
 """
 
 from __future__ import annotations
@@ -140,7 +149,11 @@ def _wire_opt(name: str, default: Any = None) -> Any:
 
 
 class HeaderFieldError(HeaderError):
-    """A required field is missing or a value does not parse; carries what the real broker answers."""
+    """A required field is missing or a value does not parse.
+
+    ``response_code`` (SYSTEM_ERROR) and ``remark`` are what the real broker answers in the common case
+    (see the module docstring for the exceptions).
+    """
 
     def __init__(self, message: str, field: str, remark: str) -> None:
         super().__init__(message, field)

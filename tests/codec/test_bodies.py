@@ -69,6 +69,12 @@ def test_route_data_standard_form_sorts_and_escapes() -> None:
     assert b'"orderTopicConf":"broker-\\u00E9:4"' in text
 
 
+def test_route_form_follows_client_version_or_header() -> None:
+    assert b.route_standard_json(409) and b.route_standard_json(401) and b.route_standard_json(479)
+    assert not b.route_standard_json(399) and not b.route_standard_json(317, None)
+    assert b.route_standard_json(317, True) and not b.route_standard_json(317, False)
+
+
 def test_cluster_info_is_protocol_example() -> None:
     # protocol.md §3.18: always plain fastjson
     text = (
