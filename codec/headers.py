@@ -125,6 +125,8 @@ __all__ = [
     "ViewMessageRequestHeader",
     "WipeWritePermOfBrokerRequestHeader",
     "WipeWritePermOfBrokerResponseHeader",
+    "decode_request_header",
+    "decode_response_header",
     "from_ext_fields",
     "header_fields",
     "send_v1_to_v2",
@@ -1106,3 +1108,20 @@ RESPONSE_HEADERS: dict[int, type[CommandCustomHeader]] = {
     _RC.ADD_WRITE_PERM_OF_BROKER: AddWritePermOfBrokerResponseHeader,
 }
 """Response header class by the *request* code it answers."""
+
+
+def decode_request_header(
+    code: int, ext: Mapping[str, str] | None, *, strict: bool = True
+) -> CommandCustomHeader | None:
+    """The typed header of a request with ``code`` (None for codes whose requests carry no header)."""
+    cls = REQUEST_HEADERS.get(code)
+    return None if cls is None else from_ext_fields(cls, ext, strict=strict)
+
+
+def decode_response_header(
+    request_code: int, ext: Mapping[str, str] | None, *, strict: bool = False
+) -> CommandCustomHeader | None:
+    """The typed header of the response to a ``request_code`` request. Lenient by default: error
+    responses (any code but SUCCESS) carry no header fields."""
+    cls = RESPONSE_HEADERS.get(request_code)
+    return None if cls is None else from_ext_fields(cls, ext, strict=strict)

@@ -319,6 +319,18 @@ def test_registries_cover_the_session_codes() -> None:
     assert h.REQUEST_HEADERS[RequestCode.SEND_BATCH_MESSAGE] is h.SendMessageRequestHeaderV2
 
 
+def test_decode_by_code() -> None:
+    pull = h.decode_request_header(RequestCode.PULL_MESSAGE, _PULL)
+    assert isinstance(pull, h.PullMessageRequestHeader) and pull.queue_offset == 128
+    assert h.decode_request_header(RequestCode.GET_BROKER_CLUSTER_INFO, {}) is None
+    with pytest.raises(h.HeaderFieldError):
+        h.decode_request_header(RequestCode.GET_MAX_OFFSET, {"topic": "t"})
+    error_reply = h.decode_response_header(RequestCode.GET_MAX_OFFSET, None)
+    assert isinstance(error_reply, h.GetMaxOffsetResponseHeader) and error_reply.offset is None
+    found = h.decode_response_header(RequestCode.GET_MAX_OFFSET, {"offset": "42"})
+    assert isinstance(found, h.GetMaxOffsetResponseHeader) and found.offset == 42
+
+
 def test_every_header_class_is_a_keyword_dataclass_with_known_field_types() -> None:
     for cls in ALL_CLASSES:
         assert dataclasses.is_dataclass(cls)
