@@ -31,7 +31,7 @@ import orjson
 
 from rmqtwin.codec.codes import CURRENT_VERSION_4, LanguageCode, RequestCode, ResponseCode, SerializeType
 from rmqtwin.codec.errors import FrameError
-from rmqtwin.codec.frame import encode_frame, split_header
+from rmqtwin.codec.frame import encode_frame
 
 __all__ = [
     "ONEWAY_FLAG",
@@ -325,6 +325,7 @@ def _json_header(cmd: RemotingCommand, dialect: JsonDialect) -> bytes:
 _FIXED = struct.Struct(">HBHIIi")  # code, language, version, opaque, flag, remark length: 17 bytes
 _FIXED_DECODE = struct.Struct(">hBhiii")
 _INT = struct.Struct(">i")
+_UINT = struct.Struct(">I")
 _SHORT = struct.Struct(">h")
 _KEY_LEN = struct.Struct(">H")
 _MIN_BINARY_HEADER = _FIXED.size + 4
@@ -441,20 +442,20 @@ def _language(value: Any) -> int:
     return LanguageCode.OTHER
 
 
-def _load_json(raw: memoryview) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        pass
+def _load_json_leniently(raw: bytes) -> Any:
     # Java decodes malformed UTF-8 to U+FFFD and accepts lone surrogate escapes; orjson does neither.
     try:
-        return json.loads(bytes(raw).decode("utf-8", "replace"))
+        return json.loads(raw.decode("utf-8", "replace"))
     except (ValueError, RecursionError) as exc:
         raise FrameError(f"malformed JSON header: {exc}") from None
 
 
 def _decode_json(frame: bytes, header_length: int, body: bytes | None) -> RemotingCommand:
-    header = _load_json(memoryview(frame)[4 : 4 + header_length])
+    raw = frame[4 : 4 + header_length]
+    try:
+        header = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        header = _load_json_leniently(raw)
     if type(header) is not dict:
         raise FrameError("JSON header is not an object")
     get = header.get
@@ -485,10 +486,12 @@ def _decode_json(frame: bytes, header_length: int, body: bytes | None) -> Remoti
             if type(v) is not str:
                 ext = {k: _as_text(v) for k, v in ext.items() if v is not None}
                 break
+    language = get("language", 0)
+    known = _LANGUAGES.get(language) if type(language) is str else None
     codes = _RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES
     return RemotingCommand(
         codes.get(code, code),
-        _language(get("language", 0)),
+        known if known is not None else _language(language),
         version,
         opaque,
         flag,
@@ -582,11 +585,18 @@ def decode_command(frame: bytes | bytearray | memoryview) -> RemotingCommand:
     """Decode one frame as :class:`~rmqtwin.codec.frame.FrameDecoder` yields it (no length word)."""
     if type(frame) is not bytes:
         frame = bytes(frame)
-    serialize_type, header_length = split_header(frame)
-    body = frame[4 + header_length :] if len(frame) > 4 + header_length else None
-    if serialize_type == SerializeType.JSON:
+    size = len(frame)
+    if size < 4:
+        raise FrameError(f"frame of {size} bytes has no header-length word")
+    (word,) = _UINT.unpack_from(frame, 0)
+    serialize_type = word >> 24
+    header_length = word & 0xFFFFFF
+    if header_length > size - 4:
+        raise FrameError(f"decode error, bad header length: {header_length}")
+    body = frame[4 + header_length :] if size > 4 + header_length else None
+    if serialize_type == 0:
         return _decode_json(frame, header_length, body)
-    if serialize_type == SerializeType.ROCKETMQ:
+    if serialize_type == 1:
         return _decode_binary(frame, header_length, body)
     raise FrameError(f"unknown serialize type {serialize_type}")
 
