@@ -201,7 +201,7 @@ class IndexService:
         max_msgs_num_batch: int = 64,
         read_only: bool = False,
         now_ms: Callable[[], int] | None = None,
-        on_roll: Callable[[int], None] | None = None,
+        on_roll: Callable[[IndexFile], None] | None = None,
     ) -> None:
         self.store_path = store_path
         self.hash_slot_num = hash_slot_num
@@ -258,9 +258,10 @@ class IndexService:
         )
         self.index_file_list.append(f)
         if prev is not None:
-            prev.flush()
             if self._on_roll is not None:
-                self._on_roll(prev.end_timestamp)
+                self._on_roll(prev)  # flushes it (off the reactor) and records it in the checkpoint
+            else:
+                prev.flush()
         return f
 
     def build_index(self, req: DispatchRequest) -> None:

@@ -32,7 +32,7 @@ from rmqtwin.store_mirror.commitlog import (
 )
 from rmqtwin.store_mirror.consume_queue import ConsumeQueue
 from rmqtwin.store_mirror.flush import FlushThread, GroupCommitService, PeriodicFlushService, RunBlocking
-from rmqtwin.store_mirror.index import IndexService
+from rmqtwin.store_mirror.index import IndexFile, IndexService
 from rmqtwin.store_mirror.layouts import CQ_ENTRY, CQ_STORE_UNIT_SIZE
 from rmqtwin.store_mirror.record import (
     PROPERTY_WAIT,
@@ -176,6 +176,7 @@ class DefaultMessageStore:
         self._group_commit: GroupCommitService | None = None
         self._services: list[PeriodicFlushService] = []
         self._clean_loop: LoopingCall | None = None
+        self._runner: RunBlocking | None = None
         self._lock_path = ""
 
     # ---- paths
@@ -308,6 +309,7 @@ class DefaultMessageStore:
         self.shutdown_flag = False
         reactor = self._get_reactor()
         run = self._run_blocking()
+        self._runner = run
         if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
             self._group_commit = GroupCommitService(
                 self._flush_commit_log_all,
@@ -366,6 +368,7 @@ class DefaultMessageStore:
             self._close_files()
             return
         self.shutdown_flag = True
+        self._runner = None
         for svc in self._services:
             svc.stop()
         self._services = []
@@ -420,10 +423,19 @@ class DefaultMessageStore:
         if thorough and self.checkpoint is not None:
             self.checkpoint.flush()
 
-    def _on_index_roll(self, end_timestamp: int) -> None:
-        if self.checkpoint is not None:
-            self.checkpoint.index_msg_timestamp = end_timestamp
-            self.checkpoint.flush()
+    def _on_index_roll(self, full: IndexFile) -> None:
+        """A full index file: fsync it, then note its end in the checkpoint (Java's FlushIndexFileThread)."""
+
+        def flush() -> None:
+            full.flush()
+            if self.checkpoint is not None:
+                self.checkpoint.index_msg_timestamp = full.end_timestamp
+                self.checkpoint.flush()
+
+        if self._runner is not None:
+            self._runner(flush)
+        else:
+            flush()
 
     # ---- dispatch
 
