@@ -20,14 +20,14 @@ classes, whose ``decode`` parses without catching, ``java.lang.NumberFormatExcep
 a remark of the same shape (the field name where Java prints a stack frame); pass ``strict=False`` to
 decode like Java instead (missing/unparsable fields left ``None``).
 
-Observed on a real 4.9.7 broker (JDK 17): GET_MAX_OFFSET without ``queueId`` or with ``queueId=x`` →
-1, ``java.lang.NullPointerException: Cannot invoke "java.lang.Integer.intValue()" because the return value
-of "…GetMaxOffsetRequestHeader.getQueueId()" is null, …AdminBrokerProcessor.getMaxOffset(…)``;
+Observed on real 4.9.7 and 5.5.0 brokers (JDK 17): GET_MAX_OFFSET without ``queueId`` or with
+``queueId=x`` → 1, ``java.lang.NullPointerException: Cannot invoke "java.lang.Integer.intValue()" because
+the return value of "…GetMaxOffsetRequestHeader.getQueueId()" is null, …AdminBrokerProcessor…``;
 SEND_MESSAGE_V2 with ``d=x`` → 1, ``java.lang.NumberFormatException: For input string: "x", …``. But a
-processor's own checks may come first: SEND_MESSAGE_V2 without ``b`` → 1 ``The specified topic is blank.``;
-PULL_MESSAGE without ``queueOffset`` → 24 (the group check runs first); GET_ROUTEINFO_BY_TOPIC without
-``topic`` → 17 for topic "null". A server that must match those decodes with ``strict=False`` and lets
-its processor meet the ``None``.
+processor's own checks may come first: SEND_MESSAGE_V2 without ``b`` → 1 ``The specified topic is blank.``
+(4.9.7; an NPE in 5.5.0); PULL_MESSAGE without ``queueOffset`` → 24 (the group check runs first);
+GET_ROUTEINFO_BY_TOPIC without ``topic`` → 17 for topic "null". A server that must match those decodes with
+``strict=False`` and lets its processor meet the ``None``.
 """
 
 from __future__ import annotations
