@@ -24,7 +24,6 @@ import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -32,6 +31,7 @@ import orjson
 from rmqtwin.codec.codes import CURRENT_VERSION_4, LanguageCode, RequestCode, ResponseCode, SerializeType
 from rmqtwin.codec.errors import FrameError
 from rmqtwin.codec.frame import encode_frame
+from rmqtwin.codec.java import java_hash_map_order
 
 __all__ = [
     "ONEWAY_FLAG",
@@ -45,8 +45,6 @@ __all__ = [
     "encode_command",
     "encode_header",
     "ext_fields_in_wire_order",
-    "java_hash_map_order",
-    "java_string_hash",
 ]
 
 RESPONSE_FLAG = 1
@@ -156,61 +154,6 @@ def create_response(
         body=body,
         serialize_type=request.serialize_type,
     )
-
-
-# --- Java HashMap iteration order --------------------------------------------------------------------
-
-
-@lru_cache(maxsize=8192)
-def java_string_hash(value: str) -> int:
-    """``String.hashCode()`` (over UTF-16 code units) as a signed 32-bit int."""
-    h = 0
-    if value.isascii():
-        for ch in value.encode("ascii"):
-            h = (31 * h + ch) & 0xFFFFFFFF
-    else:
-        units = value.encode("utf-16-be", "surrogatepass")
-        for i in range(0, len(units), 2):
-            h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return h - 0x100000000 if h & 0x80000000 else h
-
-
-def _table_size(initial_capacity: int, size: int) -> int:
-    n = 1
-    while n < initial_capacity:  # HashMap.tableSizeFor
-        n <<= 1
-    while size > int(n * 0.75):  # resize() whenever ++size > threshold (load factor 0.75)
-        n <<= 1
-    return n
-
-
-def _order_uncached(keys: tuple[str, ...], initial_capacity: int) -> tuple[str, ...]:
-    mask = _table_size(initial_capacity, len(keys)) - 1
-
-    def bucket(key: str) -> int:
-        h = java_string_hash(key) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & mask
-
-    # sorted() is stable: within a bucket entries keep insertion order, as Java's chained bins do.
-    return tuple(sorted(keys, key=bucket))
-
-
-_order_cached = lru_cache(maxsize=2048)(_order_uncached)
-
-
-def java_hash_map_order(
-    keys: Iterable[str], initial_capacity: int = _DEFAULT_MAP_CAPACITY
-) -> tuple[str, ...]:
-    """The iteration order of a ``HashMap<String, ?>`` filled with ``keys`` in this order.
-
-    Models ``new HashMap<>(initial_capacity)`` (``new HashMap<>()`` is 16) growing at load factor 0.75,
-    bucket index ``(h ^ (h >>> 16)) & (n - 1)``, and insertion order inside a bucket. Tree bins (8+ keys
-    in one bucket of a 64+ table) are not modelled.
-    """
-    key_tuple = tuple(keys)
-    if len(key_tuple) <= 64:
-        return _order_cached(key_tuple, initial_capacity)
-    return _order_uncached(key_tuple, initial_capacity)
 
 
 # --- JSON header --------------------------------------------------------------------------------------

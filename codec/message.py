@@ -45,6 +45,7 @@ from rmqtwin.codec.compression import (
     get_compression_type,
 )
 from rmqtwin.codec.errors import CodecError, MessageDecodeError
+from rmqtwin.codec.java import in_java_hash_map_order, java_string_hash
 
 __all__ = [
     "BLANK_MAGIC_CODE",
@@ -81,9 +82,9 @@ __all__ = [
     "encode_message_record",
     "expand_batch",
     "fill_append_fields",
+    "in_java_hash_map_order",
     "is_blank_record",
     "iter_message_records",
-    "java_hash_map_order",
     "java_string_hash",
     "merge_batch_properties",
     "message_record_length",
@@ -387,7 +388,7 @@ def properties_to_string(props: Mapping[str, str | None] | None, *, trailing_sep
 
     Pairs whose value is ``None`` are skipped. 4.9.1-5.1.x drop the separator after the last pair
     (``trailing_separator=False``); 5.2.0+ keep it (``True``). Order is the mapping's iteration order (Java
-    writes HashMap order; see :func:`java_hash_map_order`).
+    writes HashMap order; see :func:`in_java_hash_map_order`).
     """
     if not props:
         return ""
@@ -418,19 +419,6 @@ def string_to_properties(s: str | None) -> dict[str, str]:
 # Java hashes
 
 
-def java_string_hash(s: str) -> int:
-    """Java ``String.hashCode()``: ``h = 31*h + c`` over UTF-16 code units, as a signed 32-bit int."""
-    if s.isascii():
-        units: Iterable[int] = s.encode("ascii")
-    else:
-        raw = s.encode("utf-16-be", "surrogatepass")
-        units = struct.unpack(f">{len(raw) // 2}H", raw)
-    h = 0
-    for u in units:
-        h = (31 * h + u) & 0xFFFFFFFF
-    return h - 0x100000000 if h & 0x80000000 else h
-
-
 def tags_code(tags: str | None) -> int:
     """``MessageExtBrokerInner.tagsString2tagsCode``: the consume queue's tagsCode (0 without tags).
 
@@ -439,34 +427,6 @@ def tags_code(tags: str | None) -> int:
     if not tags:
         return 0
     return java_string_hash(tags)
-
-
-def _java_hash_map_capacity(size: int, initial_capacity: int) -> int:
-    capacity = 1
-    while capacity < max(initial_capacity, 1):
-        capacity <<= 1
-    while size > capacity * 3 // 4:
-        capacity <<= 1
-    return capacity
-
-
-def java_hash_map_order(props: Mapping[str, str], initial_capacity: int = 16) -> dict[str, str]:
-    """Reorder ``props`` into the iteration order of a ``java.util.HashMap`` filled in the same order.
-
-    The broker re-serialises a message's properties from a HashMap, so their order in a stored record is
-    bucket order: ``(h ^ (h >>> 16)) & (capacity - 1)``, insertion order within a bucket (resizes keep it).
-    ``new HashMap<>()`` starts at 16 buckets; 5.x ``string2messageProperties`` uses ``new HashMap<>(128)``.
-    Buckets of 8+ keys (treeified in Java) are not modelled; property maps never get there.
-    """
-    capacity = _java_hash_map_capacity(len(props), initial_capacity)
-    mask = capacity - 1
-
-    def bucket(key: str) -> int:
-        h = java_string_hash(key) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & mask
-
-    ordered = sorted(enumerate(props.items()), key=lambda item: (bucket(item[1][0]), item[0]))
-    return {k: v for _, (k, v) in ordered}
 
 
 def body_crc32(body: bytes | bytearray | memoryview) -> int:

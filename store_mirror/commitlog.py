@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rmqtwin.codec.errors import CodecError
-from rmqtwin.codec.message import encode_message_record, fill_append_fields, java_hash_map_order
+from rmqtwin.codec.java import in_java_hash_map_order
+from rmqtwin.codec.message import encode_message_record, fill_append_fields
 from rmqtwin.store_mirror.mapped_file import MappedFile, MappedFileQueue
 from rmqtwin.store_mirror.record import (
     END_FILE_MIN_BLANK_LENGTH,
@@ -230,7 +231,7 @@ class CommitLog:
             props[PROPERTY_DELAY] = str(level)
         props[PROPERTY_REAL_TOPIC] = msg.topic
         props[PROPERTY_REAL_QID] = str(msg.queue_id)
-        msg.set_properties(java_hash_map_order(props))
+        msg.set_properties(in_java_hash_map_order(props))
         msg.topic = SCHEDULE_TOPIC
         msg.queue_id = level - 1
 

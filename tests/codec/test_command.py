@@ -23,10 +23,9 @@ from rmqtwin.codec.command import (
     decode_whole_frame,
     encode_command,
     ext_fields_in_wire_order,
-    java_hash_map_order,
-    java_string_hash,
 )
 from rmqtwin.codec.errors import CodecError, FrameError
+from rmqtwin.codec.java import java_hash_map_order, java_string_hash
 from rmqtwin.codec.layouts.remoting import FRAME, ROCKETMQ_HEADER
 
 # --- vectors produced by org.apache.rocketmq.remoting.protocol.RemotingCommand.encode() ----------------

@@ -46,9 +46,9 @@ from rmqtwin.codec.message import (
     encode_message_record,
     expand_batch,
     fill_append_fields,
+    in_java_hash_map_order,
     is_blank_record,
     iter_message_records,
-    java_hash_map_order,
     java_string_hash,
     message_record_length,
     message_version_for_topic,
@@ -229,7 +229,7 @@ def test_java_hash_map_order_matches_a_bucket_model(props: dict[str, str], capac
     model = _JavaHashMap(capacity)
     for k, v in props.items():
         model.put(k, v)
-    assert list(java_hash_map_order(props, capacity).items()) == model.items()
+    assert list(in_java_hash_map_order(props, capacity).items()) == model.items()
 
 
 def test_crc_is_masked_crc32() -> None:
@@ -971,7 +971,7 @@ def test_our_encoder_matches_java_message_decoder_encode(java_oracle: _Oracle) -
     }
     assert encode_message_record(decoded, trailing_separator=trailing) == java_v4
     # Built from scratch, with the properties in Java HashMap order.
-    ours = _sample(properties=java_hash_map_order(decoded.properties))
+    ours = _sample(properties=in_java_hash_map_order(decoded.properties))
     assert encode_message_record(ours, trailing_separator=trailing) == java_v4
     v6 = MessageExt(
         topic="V6Topic",
@@ -1015,7 +1015,8 @@ def test_java_string_hash_matches_java(java_oracle: _Oracle) -> None:
 def test_batch_body_matches_encode_messages(java_oracle: _Oracle) -> None:
     java_batch = (java_oracle.work / "batch.bin").read_bytes()
     ordered = [
-        Message(flag=m.flag, body=m.body, properties=java_hash_map_order(m.properties)) for m in _ORACLE_BATCH
+        Message(flag=m.flag, body=m.body, properties=in_java_hash_map_order(m.properties))
+        for m in _ORACLE_BATCH
     ]
     assert encode_batch(ordered, trailing_separator=java_oracle.version.startswith("5")) == java_batch
     assert [(i.flag, i.body, i.properties) for i in decode_batch(java_batch)] == [
@@ -1033,7 +1034,7 @@ def test_properties_parse_and_hash_map_order_match_java(java_oracle: _Oracle) ->
         ours = string_to_properties(raw)
         assert ours == _java_props(parsed)
         # string2messageProperties fills new HashMap<>(128) in 5.x, new HashMap<>() in 4.9.
-        ordered = java_hash_map_order(ours, 128 if five else 16)
+        ordered = in_java_hash_map_order(ours, 128 if five else 16)
         assert properties_to_string(ordered, trailing_separator=five) == bytes.fromhex(again).decode()
 
 
@@ -1301,7 +1302,7 @@ def test_expand_batch_matches_the_49_broker_encoder(tmp_path: Path) -> None:
         born_host=("10.1.1.1", 40000),
         store_host=("10.0.0.5", 10911),
     )
-    batch_props = java_hash_map_order({"WAIT": "true", "CLUSTER": "DefaultCluster"})
+    batch_props = in_java_hash_map_order({"WAIT": "true", "CLUSTER": "DefaultCluster"})
     stored = expand_batch(body, template, batch_props)
     assert b"".join(encode_message_record(m) for m in stored) == bytes.fromhex(java_hex)
     suffix = properties_to_string(batch_props, trailing_separator=False)
