@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
-from twisted.internet.defer import Deferred, succeed
+from twisted.internet.defer import Deferred
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.errors import CodecError
@@ -276,9 +276,9 @@ class SendProcessor:
         broker.notify_message_arriving(topic, msg.queue_id)
         ext_fields = self._send_response_ext()
         ext_fields.update(msgId=append.msg_id, queueId=queue_id, queueOffset=append.logics_offset)
-        if not wait_store:
+        if not wait_store or not broker.sync_flush:
             return response(ext_fields=ext_fields)
-        flushed: Deferred[Any] = broker.store.wait_for_flush(result) if broker.sync_flush else succeed(None)
+        flushed: Deferred[Any] = broker.store.wait_for_flush(result)
 
         def answer(flush_status: Any) -> RemotingCommand:
             code = ResponseCode.SUCCESS
