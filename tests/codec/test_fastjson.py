@@ -79,6 +79,65 @@ def test_reads_object_key_with_nested_values_and_pretty_object_keys() -> None:
     assert loads(pretty) == {"offsetTable": {key: 7}}
 
 
+_GO_PRETTY_CLUSTER = """{
+    "brokerAddrTable": {
+        "broker-002": {
+            "brokerAddrs": {
+                0: "192.168.1.102:10911"
+            },
+            "brokerName": "broker-002",
+            "cluster": "DefaultCluster",
+            "enableActingMaster": false
+        }
+    },
+    "clusterAddrTable": {
+        "DefaultCluster": [
+            "broker-002"
+        ]
+    }
+}"""
+
+
+# The situations the Go client's int-key rectifier is tested with (rocketmq-client-go
+# internal/utils/json_int_key_parser_test.go): keys look-alikes inside strings, escaped quotes, JSON
+# nested in a string, pretty-printed ClusterInfo with 5.x fields.
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"key": {"anotherKey": "value"}}', {"key": {"anotherKey": "value"}}),
+        (
+            '{"key": "value with \\" and", "value": "{1: \\"integer key\\"}"}',
+            {"key": 'value with " and', "value": '{1: "integer key"}'},
+        ),
+        ('{"key": {1: "value"}}', {"key": {1: "value"}}),
+        ('{"key": "value containing 1: within"}', {"key": "value containing 1: within"}),
+        ('{"key": "value with \\" and", 1: "integer key"}', {"key": 'value with " and', 1: "integer key"}),
+        (
+            '{\n    "nested": "{\\"brokerAddrs\\": {\\"0\\": \\"172.16.16.37:10911\\"}}",'
+            "\n    12345: 12345\n}",
+            {"nested": '{"brokerAddrs": {"0": "172.16.16.37:10911"}}', 12345: 12345},
+        ),
+        (
+            _GO_PRETTY_CLUSTER,
+            {
+                "brokerAddrTable": {
+                    "broker-002": {
+                        "brokerAddrs": {0: "192.168.1.102:10911"},
+                        "brokerName": "broker-002",
+                        "cluster": "DefaultCluster",
+                        "enableActingMaster": False,
+                    }
+                },
+                "clusterAddrTable": {"DefaultCluster": ["broker-002"]},
+            },
+        ),
+    ],
+)
+def test_reads_go_client_int_key_cases(text: str, expected: Any) -> None:
+    assert loads(text) == expected
+    assert fastjson._Parser(text).value() == expected
+
+
 def test_reads_what_fastjson_parser_tolerates() -> None:
     assert loads('{0:\'x\',a:1,"b":[1,2,],{"q":1}:2}') == {
         0: "x",
