@@ -234,6 +234,7 @@ class CaptureWriter:
         meta = orjson.dumps(self.metadata)
         header = _FILE_HEADER.pack(MAGIC, FORMAT_VERSION, 0, self._segment_index, self._created_ns, len(meta))
         self._file.write(header + meta)
+        self._file.flush()  # a reader opening the segment at once sees a valid, empty capture
         self._size = len(header) + len(meta)
         self.bytes_written += self._size
         self._segments.append(seg)

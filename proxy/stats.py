@@ -156,7 +156,7 @@ def _ms(ns: int) -> str:
 
 def _table(title: str, key_header: str, rows: dict[str, _Row]) -> list[str]:
     head = (
-        f"{key_header:<40} {'count':>8} {'oneway':>7} {'answered':>8} {'errors':>6} "
+        f"{key_header:<40} {'count':>8} {'oneway':>7} {'answered':>8} {'not ok':>6} "
         f"{'p50 ms':>9} {'p90 ms':>9} {'p99 ms':>9} {'max ms':>9}"
     )
     lines = [title, head, "-" * len(head)]

@@ -154,3 +154,13 @@ def test_recorder_backpressure_pauses_then_resumes_without_losing_records(tmp_pa
     assert events == [True, False]
     recorder.close()
     assert [r.opaque for r in read_records(path)] == list(range(20))
+
+
+def test_a_new_capture_is_readable_before_any_record(tmp_path: Path) -> None:
+    path = tmp_path / "c.rmqcap"
+    writer = CaptureWriter(path, metadata={"k": 1})
+    try:
+        assert list(read_records(path)) == []
+        assert CaptureReader(path).metadata == {"k": 1}
+    finally:
+        writer.close()
