@@ -11,7 +11,7 @@ from rmqtwin.codec.message import (
     java_string_hash,
 )
 from rmqtwin.store_mirror.commitlog import PutMessageStatus
-from rmqtwin.store_mirror.layouts import CQ_ENTRY, ConsumeQueueEntry
+from rmqtwin.store_mirror.layouts import CQ_ENTRY, BlankRecord, ConsumeQueueEntry
 from rmqtwin.store_mirror.message_store import GetMessageStatus
 from rmqtwin.store_mirror.record import TRANSACTION_PREPARED_TYPE
 
@@ -70,9 +70,12 @@ def test_rolls_to_next_segment_with_blank_record(stores: StoreFactory) -> None:
     blank_pos = last_in_first + record_len
     with open(os.path.join(commitlog, names[0]), "rb") as f:
         f.seek(blank_pos)
-        max_blank, magic = struct.unpack(">ii", f.read(8))
+        raw_blank = f.read(8)
+    max_blank, magic = struct.unpack(">ii", raw_blank)
     assert max_blank == size - blank_pos
     assert magic == -875286124
+    parsed = BlankRecord.parse(raw_blank)
+    assert (parsed.max_blank, parsed.magic) == (max_blank, bytes.fromhex("CBD43194"))
     assert blank_pos + record_len + 8 > size  # it really did not fit
     assert offsets[-1] == size
     # reading across the roll returns every message in order

@@ -25,8 +25,10 @@ from rmqtwin.store_mirror.layouts import (
     CHECKPOINT,
     INDEX_ENTRY,
     INDEX_HEADER,
+    INDEX_SLOT,
     Checkpoint,
     IndexEntry,
+    IndexHashSlot,
     IndexHeader,
     index_file_size,
 )
@@ -98,8 +100,8 @@ def test_index_file_bytes_agree_with_construct(tmp_path: Any) -> None:
         2,
     )
     h = index_key_hash("T#a")
-    slot = int.from_bytes(raw[40 + (h % 16) * 4 : 44 + (h % 16) * 4], "big")
-    assert slot == 3
+    slot_bytes = raw[40 + (h % 16) * 4 : 44 + (h % 16) * 4]
+    assert IndexHashSlot.parse(slot_bytes).index == INDEX_SLOT.unpack(slot_bytes)[0] == 3
     base = 40 + 16 * 4
     third = IndexEntry.parse(raw[base + 3 * 20 : base + 4 * 20])
     assert (third.key_hash, third.phy_offset, third.time_diff, third.prev_index) == (h, 300, 9, 1)
