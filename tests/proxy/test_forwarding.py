@@ -14,6 +14,7 @@ from rmqtwin.proxy.capture import (
     DIR_TO_CLIENT,
     DIR_TO_SERVER,
     FLAG_RAW,
+    FLAG_REDACTED,
     FLAG_REWRITTEN,
     REC_CLOSE,
     REC_FRAME,
@@ -234,3 +235,16 @@ def test_stop_waits_for_connections_to_close_before_closing_the_capture(tmp_path
     assert fired
     kinds = [r.type for r in read_records(tmp_path / "c.rmqcap")]
     assert kinds == [REC_OPEN, REC_FRAME, REC_CLOSE]
+
+
+def test_credentials_are_forwarded_intact_and_recorded_masked(tmp_path: Path) -> None:
+    reactor, _proxy = make_proxy(tmp_path)
+    conn, _client_t = accept(reactor.tcpServers[0][1])
+    _up, up_t = connect_upstream(reactor)
+    signed = json_frame(105, 1, ext={"topic": "T", "AccessKey": "rocketmq2", "Signature": "Zm9vYmFy"})
+    conn.dataReceived(signed)
+    assert up_t.value() == signed
+    _proxy.recorder.close()  # type: ignore[union-attr]
+    [rec] = [r for r in read_records(tmp_path / "c.rmqcap") if r.type == REC_FRAME]
+    assert rec.flags & FLAG_REDACTED and len(rec.data) == len(signed)
+    assert b"rocketmq2" not in rec.data and b"Zm9vYmFy" not in rec.data and b'"topic":"T"' in rec.data
