@@ -8,8 +8,11 @@ import socket
 import subprocess
 import sys
 import time
+from typing import Any
 
 import orjson
+import pytest
+import pytest_twisted
 
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
@@ -18,7 +21,9 @@ from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
 from rmqtwin.fakes.pytest_plugin import RunningTwin, start_subprocess
 
 
-def call(addr: str, code: int, ext: dict[str, str] | None = None, body: bytes | None = None) -> RemotingCommand:
+def call(
+    addr: str, code: int, ext: dict[str, str] | None = None, body: bytes | None = None
+) -> RemotingCommand:
     """One synchronous request over a fresh TCP connection."""
     host, _, port = addr.rpartition(":")
     conn = RemotingConnection()
@@ -55,13 +60,17 @@ def test_created_topic_is_registered_at_once_and_survives_a_restart(tmp_path: ob
             "perm": "6",
             "topicFilterType": "SINGLE_TAG",
         }
-        assert call(twin.broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, create).code == ResponseCode.SUCCESS
+        assert (
+            call(twin.broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, create).code == ResponseCode.SUCCESS
+        )
         route = call(twin.namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Kept"})
         assert route.code == ResponseCode.SUCCESS
         assert orjson.loads(route.body or b"")["queueDatas"][0]["writeQueueNums"] == 2
     finally:
         twin.stop()
-    assert not os.path.exists(os.path.join(store, "store", "abort")), "clean shutdown removes the abort marker"
+    assert not os.path.exists(os.path.join(store, "store", "abort")), (
+        "clean shutdown removes the abort marker"
+    )
     again = start_subprocess(store)
     try:
         route = call(again.namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Kept"})
@@ -85,3 +94,29 @@ def test_sigint_also_shuts_down_cleanly(tmp_path: object) -> None:
     while os.path.exists(os.path.join(store, "abort")) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not os.path.exists(os.path.join(store, "abort"))
+
+
+@pytest.fixture
+def inprocess_twin(rocketmq_factory: Any) -> RunningTwin:
+    return rocketmq_factory(mode="inprocess")  # type: ignore[no-any-return]
+
+
+@pytest_twisted.inlineCallbacks
+def test_inprocess_twin_on_the_test_reactor(inprocess_twin: RunningTwin) -> Any:
+    """In-process mode shares pytest-twisted's reactor, so the test talks to it asynchronously."""
+    from twisted.internet import reactor
+    from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+
+    from rmqtwin.fakes.dispatch import request_command
+    from rmqtwin.fakes.server import RemotingProtocol
+
+    assert inprocess_twin.process is None and inprocess_twin.server is not None
+    host, _, port = inprocess_twin.namesrv_addr.rpartition(":")
+    proto = RemotingProtocol(None, reactor)
+    yield connectProtocol(TCP4ClientEndpoint(reactor, host, int(port)), proto)
+    try:
+        answer = yield proto.invoke(request_command(RequestCode.GET_BROKER_CLUSTER_INFO), 5.0)
+    finally:
+        proto.close()
+    info = fastjson.loads(answer.body or b"")
+    assert info["brokerAddrTable"]["broker-a"]["brokerAddrs"] == {0: inprocess_twin.broker_addr}
