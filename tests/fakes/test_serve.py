@@ -98,7 +98,7 @@ def test_sigint_also_shuts_down_cleanly(tmp_path: object) -> None:
 
 @pytest.fixture
 def inprocess_twin(rocketmq_factory: Any) -> RunningTwin:
-    return rocketmq_factory(mode="inprocess")  # type: ignore[no-any-return]
+    return rocketmq_factory(mode="inprocess")
 
 
 @pytest_twisted.inlineCallbacks
