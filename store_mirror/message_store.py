@@ -282,7 +282,9 @@ class DefaultMessageStore:
         self.commit_log.topic_queue_table = table
 
     def _all_cqs(self) -> list[ConsumeQueue]:
-        return [cq for queues in self.consume_queue_table.values() for cq in queues.values()]
+        """A snapshot (``list()`` copies atomically under the GIL): the flush thread iterates it while the
+        reactor thread may add queues."""
+        return [cq for queues in list(self.consume_queue_table.values()) for cq in list(queues.values())]
 
     def start(self) -> None:
         """Take the lock, create ``abort`` and start the flush services (on ``reactor``)."""
