@@ -369,3 +369,36 @@ def test_admin_topic_create_stats_and_delete(env: Any) -> None:
     assert p.call(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "AdminT"}).code == ResponseCode.SUCCESS
     missing = p.call(RequestCode.GET_TOPIC_STATS_INFO, {"topic": "AdminT"})
     assert (missing.code, missing.remark) == (ResponseCode.TOPIC_NOT_EXIST, "topic[AdminT] not exist")
+
+
+def test_silent_client_channels_expire_after_120_seconds(env: Any) -> None:
+    broker, clock = env
+    a = peer(broker, clock)
+    heartbeat(a, "ge", "TopicX", client_id="127.0.0.1@quiet")
+    clock.advance(110)
+    heartbeat(a, "ge", "TopicX", client_id="127.0.0.1@quiet")  # the 30-second heartbeat keeps it
+    clock.advance(110)
+    assert "ge" in broker.consumers.groups
+    for _ in range(3):
+        clock.advance(10)  # housekeeping every 10 s drops what has been silent for 120 s
+    assert "ge" not in broker.consumers.groups
+    assert "CLIENT_INNER_PRODUCER" not in broker.producers.groups
+    assert a.transport.disconnecting  # and the broker closes the channel
+
+
+def test_lock_batch_mq_gives_each_queue_one_owner(env: Any) -> None:
+    broker, clock = env
+    p = peer(broker, clock)
+    mqs = [{"brokerName": "broker-a", "queueId": q, "topic": "TopicO"} for q in range(2)]
+
+    def lock(client_id: str) -> list[Any]:
+        body = orjson.dumps({"clientId": client_id, "consumerGroup": "go", "mqSet": mqs})
+        return orjson.loads(p.call(RequestCode.LOCK_BATCH_MQ, None, body).body or b"")["lockOKMQSet"]
+
+    assert lock("c1") == mqs
+    assert lock("c2") == []
+    clock.advance(61)  # a lock not renewed for 60 s may be taken over
+    assert lock("c2") == mqs
+    unlock = orjson.dumps({"clientId": "c2", "consumerGroup": "go", "mqSet": mqs[:1]})
+    assert p.call(RequestCode.UNLOCK_BATCH_MQ, None, unlock).code == ResponseCode.SUCCESS
+    assert lock("c1") == mqs[:1]
