@@ -23,7 +23,7 @@ from rmqtwin.codec.message import (
     MessageExt,
     encode_batch,
     encode_message_record,
-    java_hash_map_order,
+    in_java_hash_map_order,
 )
 
 # The names every generator writes, per line, in generation order (the manifest must match exactly:
@@ -60,6 +60,16 @@ COMMANDS = (
     "request.GET_KV_CONFIG",
     "request.CHECK_TRANSACTION_STATE.oneway",
     "request.NOTIFY_CONSUMER_IDS_CHANGED.oneway",
+    "request.SEARCH_OFFSET_BY_TIMESTAMP",
+    "request.GET_MIN_OFFSET",
+    "request.GET_EARLIEST_MSG_STORETIME",
+    "request.DELETE_TOPIC_IN_NAMESRV",
+    "request.GET_PRODUCER_CONNECTION_LIST",
+    "request.PUT_KV_CONFIG",
+    "request.INVOKE_BROKER_TO_RESET_OFFSET",
+    "request.GET_CONSUMER_RUNNING_INFO",
+    "request.GET_BROKER_CONFIG",
+    "request.UPDATE_BROKER_CONFIG",
     "request.edge.empty_ext_value",
     "request.edge.non_ascii_remark_negative_opaque",
     "request.edge.empty_ext_fields_and_body",
@@ -74,6 +84,13 @@ COMMANDS = (
     "response.REGISTER_BROKER",
     "response.GET_ROUTEINFO_BY_TOPIC",
     "response.HEART_BEAT",
+    "response.GET_MIN_OFFSET",
+    "response.GET_EARLIEST_MSG_STORETIME",
+    "response.SEARCH_OFFSET_BY_TIMESTAMP",
+    "response.QUERY_MESSAGE",
+    "response.VIEW_MESSAGE_BY_ID",
+    "response.GET_BROKER_CONFIG",
+    "response.GET_CONSUMER_LIST_BY_GROUP",
     "response.error.system_error",
     "response.error.not_supported",
     "response.error.topic_not_exist",
@@ -119,6 +136,7 @@ BODIES = (
     "body.SubscriptionGroupConfig",
 )
 V5_COMMANDS = (
+    "request.SEARCH_OFFSET_BY_TIMESTAMP.boundary",
     "request.PULL_MESSAGE.5x_fields",
     "response.PULL_MESSAGE.5x_fields",
     "response.SEND_MESSAGE.5x_fields",
@@ -288,7 +306,7 @@ def message_from_description(desc: Mapping[str, Any]) -> MessageExt:
     return MessageExt(
         topic=desc["topic"],
         flag=desc["flag"],
-        properties=java_hash_map_order(desc["properties"]),
+        properties=in_java_hash_map_order(desc["properties"]),
         body=bytes.fromhex(desc["body"] or ""),
         queue_id=desc["queueId"],
         queue_offset=desc["queueOffset"],
@@ -320,7 +338,7 @@ def batch_from_description(items: list[Mapping[str, Any]]) -> list[Message]:
         Message(
             flag=i["flag"],
             body=bytes.fromhex(i["body"]),
-            properties=java_hash_map_order(i["properties"] or {}),
+            properties=in_java_hash_map_order(i["properties"] or {}),
         )
         for i in items
     ]

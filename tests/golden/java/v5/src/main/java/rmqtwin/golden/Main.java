@@ -55,6 +55,19 @@ import org.apache.rocketmq.remoting.protocol.body.TopicConfigSerializeWrapper;
 import org.apache.rocketmq.remoting.protocol.body.TopicList;
 import org.apache.rocketmq.remoting.protocol.body.UnlockBatchRequestBody;
 import org.apache.rocketmq.remoting.protocol.header.CheckTransactionStateRequestHeader;
+import org.apache.rocketmq.remoting.protocol.header.SearchOffsetRequestHeader;
+import org.apache.rocketmq.remoting.protocol.header.GetMinOffsetRequestHeader;
+import org.apache.rocketmq.remoting.protocol.header.GetEarliestMsgStoretimeRequestHeader;
+import org.apache.rocketmq.remoting.protocol.header.GetProducerConnectionListRequestHeader;
+import org.apache.rocketmq.remoting.protocol.header.ResetOffsetRequestHeader;
+import org.apache.rocketmq.remoting.protocol.header.GetConsumerRunningInfoRequestHeader;
+import org.apache.rocketmq.remoting.protocol.header.GetMinOffsetResponseHeader;
+import org.apache.rocketmq.remoting.protocol.header.GetEarliestMsgStoretimeResponseHeader;
+import org.apache.rocketmq.remoting.protocol.header.SearchOffsetResponseHeader;
+import org.apache.rocketmq.remoting.protocol.header.QueryMessageResponseHeader;
+import org.apache.rocketmq.remoting.protocol.header.GetBrokerConfigResponseHeader;
+import org.apache.rocketmq.remoting.protocol.header.namesrv.DeleteTopicFromNamesrvRequestHeader;
+import org.apache.rocketmq.remoting.protocol.header.namesrv.PutKVConfigRequestHeader;
 import org.apache.rocketmq.remoting.protocol.header.ConsumerSendMsgBackRequestHeader;
 import org.apache.rocketmq.remoting.protocol.header.CreateTopicRequestHeader;
 import org.apache.rocketmq.remoting.protocol.header.DeleteTopicRequestHeader;
@@ -345,6 +358,37 @@ public final class Main {
             c.markOnewayRPC();
             return c;
         }, NotifyConsumerIdsChangedRequestHeader.class);
+        // Next in line after the 25 (protocol sheet §12), and their responses.
+        v.commandBoth("request.SEARCH_OFFSET_BY_TIMESTAMP", t -> req(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+            fill(new SearchOffsetRequestHeader(), "topic", "TopicTest", "queueId", 2, "timestamp", BORN,
+                "bname", "broker-a"), 34, t), SearchOffsetRequestHeader.class);
+        v.commandBoth("request.GET_MIN_OFFSET", t -> req(RequestCode.GET_MIN_OFFSET,
+            fill(new GetMinOffsetRequestHeader(), "topic", "TopicTest", "queueId", 1), 35, t),
+            GetMinOffsetRequestHeader.class);
+        v.commandBoth("request.GET_EARLIEST_MSG_STORETIME", t -> req(RequestCode.GET_EARLIEST_MSG_STORETIME,
+            fill(new GetEarliestMsgStoretimeRequestHeader(), "topic", "TopicTest", "queueId", 0), 36, t),
+            GetEarliestMsgStoretimeRequestHeader.class);
+        v.commandBoth("request.DELETE_TOPIC_IN_NAMESRV", t -> req(RequestCode.DELETE_TOPIC_IN_NAMESRV,
+            fill(new DeleteTopicFromNamesrvRequestHeader(), "topic", "OldTopic", "clusterName", "DefaultCluster"),
+            37, t), DeleteTopicFromNamesrvRequestHeader.class);
+        v.commandBoth("request.GET_PRODUCER_CONNECTION_LIST", t -> req(RequestCode.GET_PRODUCER_CONNECTION_LIST,
+            fill(new GetProducerConnectionListRequestHeader(), "producerGroup", "pg"), 38, t),
+            GetProducerConnectionListRequestHeader.class);
+        v.commandBoth("request.PUT_KV_CONFIG", t -> req(RequestCode.PUT_KV_CONFIG,
+            fill(new PutKVConfigRequestHeader(), "namespace", "ORDER_TOPIC_CONFIG", "key", "TopicTest",
+                "value", "broker-a:4;broker-b:4"), 39, t), PutKVConfigRequestHeader.class);
+        v.commandBoth("request.INVOKE_BROKER_TO_RESET_OFFSET", t -> req(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+            fill(new ResetOffsetRequestHeader(), "topic", "TopicTest", "group", "cg", "timestamp", BORN,
+                "isForce", true), 40, t), ResetOffsetRequestHeader.class);
+        v.commandBoth("request.GET_CONSUMER_RUNNING_INFO", t -> req(RequestCode.GET_CONSUMER_RUNNING_INFO,
+            fill(new GetConsumerRunningInfoRequestHeader(), "consumerGroup", "cg", "clientId",
+                "127.0.0.1@4242#1234567", "jstackEnable", false), 41, t), GetConsumerRunningInfoRequestHeader.class);
+        v.commandBoth("request.GET_BROKER_CONFIG", t -> req(RequestCode.GET_BROKER_CONFIG, null, 42, t), null);
+        v.commandBoth("request.UPDATE_BROKER_CONFIG", t -> {
+            RemotingCommand c = req(RequestCode.UPDATE_BROKER_CONFIG, null, 43, t);
+            c.setBody(utf8("brokerName=broker-a\nflushDiskType=ASYNC_FLUSH\n"));
+            return c;
+        }, null);
         // Edge cases: empty ext value, non-ASCII remark and ext values, negative/huge opaque, other languages.
         v.commandBoth("request.edge.empty_ext_value", t -> req(RequestCode.PULL_MESSAGE, fill(new PullMessageRequestHeader(),
             "consumerGroup", "cg", "topic", "TopicTest", "queueId", 0, "queueOffset", 0L, "maxMsgNums", 1,
@@ -380,6 +424,10 @@ public final class Main {
                 "maxMsgBytes", 1048576, "requestSource", 1, "proxyFrowardClientId", "127.0.0.1@proxy",
                 "liteTopic", "lite-1", "bname", "broker-a", "ns", "ns1", "nsd", true, "oway", false, "lo", true),
             33, t), PullMessageRequestHeader.class);
+        v.commandBoth("request.SEARCH_OFFSET_BY_TIMESTAMP.boundary", t -> req(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+            fill(new SearchOffsetRequestHeader(), "topic", "TopicTest", "queueId", 2, "timestamp", BORN,
+                "boundaryType", org.apache.rocketmq.common.BoundaryType.UPPER, "bname", "broker-a"), 44, t),
+            SearchOffsetRequestHeader.class);
         v.commandBoth("response.PULL_MESSAGE.5x_fields", t -> resp(ResponseCode.PULL_NOT_FOUND,
             "OFFSET_OVERFLOW_ONE", fill(new PullMessageResponseHeader(), "suggestWhichBrokerId", 1L,
                 "nextBeginOffset", 128L, "minOffset", 0L, "maxOffset", 128L, "offsetDelta", 3L,
@@ -441,6 +489,37 @@ public final class Main {
             return c;
         }, null);
         v.commandBoth("response.HEART_BEAT", t -> resp(ResponseCode.SUCCESS, null, null, 5, t), null);
+        v.commandBoth("response.GET_MIN_OFFSET", t -> resp(ResponseCode.SUCCESS, null,
+            fill(new GetMinOffsetResponseHeader(), "offset", 0L), 35, t), GetMinOffsetResponseHeader.class);
+        v.commandBoth("response.GET_EARLIEST_MSG_STORETIME", t -> resp(ResponseCode.SUCCESS, null,
+            fill(new GetEarliestMsgStoretimeResponseHeader(), "timestamp", -1L), 36, t),
+            GetEarliestMsgStoretimeResponseHeader.class);
+        v.commandBoth("response.SEARCH_OFFSET_BY_TIMESTAMP", t -> resp(ResponseCode.SUCCESS, null,
+            fill(new SearchOffsetResponseHeader(), "offset", 77L), 34, t), SearchOffsetResponseHeader.class);
+        v.commandBoth("response.QUERY_MESSAGE", t -> {
+            RemotingCommand c = resp(ResponseCode.SUCCESS, null, fill(new QueryMessageResponseHeader(),
+                "indexLastUpdateTimestamp", BORN + 9, "indexLastUpdatePhyoffset", 987654L), 26, t);
+            c.setBody(MessageDecoder.encode(storedMessages().get(1), false));
+            return c;
+        }, QueryMessageResponseHeader.class);
+        v.commandBoth("response.VIEW_MESSAGE_BY_ID", t -> {
+            RemotingCommand c = resp(ResponseCode.SUCCESS, null, null, 25, t);
+            c.setBody(MessageDecoder.encode(storedMessages().get(0), false));
+            return c;
+        }, null);
+        v.commandBoth("response.GET_BROKER_CONFIG", t -> {
+            RemotingCommand c = resp(ResponseCode.SUCCESS, null, fill(new GetBrokerConfigResponseHeader(),
+                "version", dataVersion().toJson()), 42, t);
+            c.setBody(utf8("brokerName=broker-a\nbrokerClusterName=DefaultCluster\n"));
+            return c;
+        }, GetBrokerConfigResponseHeader.class);
+        v.commandBoth("response.GET_CONSUMER_LIST_BY_GROUP", t -> {
+            RemotingCommand c = resp(ResponseCode.SUCCESS, null, null, 9, t);
+            GetConsumerListByGroupResponseBody ids = new GetConsumerListByGroupResponseBody();
+            ids.setConsumerIdList(new ArrayList<>(List.of("127.0.0.1@4242#1234567")));
+            c.setBody(ids.encode());
+            return c;
+        }, null);
         v.commandBoth("response.error.system_error", t -> resp(ResponseCode.SYSTEM_ERROR,
             "org.apache.rocketmq.acl.common.AclException: No accessKey is configured, \u9519\u8bef", null, 44, t), null);
         v.commandBoth("response.error.not_supported", t -> resp(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
