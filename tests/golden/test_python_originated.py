@@ -14,6 +14,7 @@ cannot read it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -33,6 +34,24 @@ from tests.golden.vectors import BODY, LONG_TOPIC
 pytestmark = [pytest.mark.java, pytest.mark.timeout(900)]
 
 Golden = Callable[[str], GoldenLine]
+
+# Known differences, one case each ("test id" -> the exact difference); strict, so a fix fails loudly.
+XFAIL_ORIGINATED: dict[str, str] = {}
+
+
+def _cases(names: list[str]) -> list[Any]:
+    """(line, name) cases with the XFAIL_ORIGINATED marks, ids "name-line" like stacked parametrize."""
+    cases = []
+    for name in names:
+        for line in LINES:
+            case_id = f"{name}-{line}"
+            marks = (
+                [pytest.mark.xfail(strict=True, reason=XFAIL_ORIGINATED[case_id])]
+                if case_id in XFAIL_ORIGINATED
+                else []
+            )
+            cases.append(pytest.param(line, name, id=case_id, marks=marks))
+    return cases
 
 
 @pytest.mark.parametrize("line", list(LINES))
@@ -84,21 +103,19 @@ def test_properties_write_like_java(golden: Golden, line: str, index: int) -> No
     assert written == result["text"]
 
 
-@pytest.mark.parametrize("line", list(LINES))
-@pytest.mark.parametrize("index", range(len(gv.OFFSET_MSG_IDS)))
-def test_offset_msg_id_decodes_like_java(golden: Golden, line: str, index: int) -> None:
+@pytest.mark.parametrize(("line", "index"), _cases([str(i) for i in range(len(gv.OFFSET_MSG_IDS))]))
+def test_offset_msg_id_decodes_like_java(golden: Golden, line: str, index: str) -> None:
     result = golden(line).java_result(f"originated.msgid.{index}")
     if not result["ok"]:
         # Java refuses the id; so must we (a codec error, not a bogus address).
         with pytest.raises(CodecError):
-            decode_offset_msg_id(gv.OFFSET_MSG_IDS[index])
+            decode_offset_msg_id(gv.OFFSET_MSG_IDS[int(index)])
         return
-    host, port, offset = decode_offset_msg_id(gv.OFFSET_MSG_IDS[index])
+    host, port, offset = decode_offset_msg_id(gv.OFFSET_MSG_IDS[int(index)])
     assert (gv.java_host(f"{host}|{port}"), offset) == (gv.java_host(result["address"]), result["offset"])
 
 
-@pytest.mark.parametrize("line", list(LINES))
-@pytest.mark.parametrize("name", list(gv.ODD_FRAMES))
+@pytest.mark.parametrize(("line", "name"), _cases(list(gv.ODD_FRAMES)))
 def test_odd_frames_decode_like_java(golden: Golden, line: str, name: str) -> None:
     """What Java's NettyDecoder accepts we decode to the same fields; what it rejects we reject."""
     result = golden(line).java_result(f"originated.odd.{name}")
