@@ -421,7 +421,11 @@ def _read_java_header_fields(line: str, work: Path) -> dict[str, dict[str, tuple
         pytest.skip(f"needs java and the golden build's {lib} (scripts/setup.sh)")
     (work / "HeaderFields.java").write_text(_JAVA_REFLECT)
     (work / "in.txt").write_text("".join(f"{cls.__name__}\n" for cls in ALL_CLASSES))
-    jars = [p for p in sorted(lib.glob("*.jar")) if p.name.startswith(("rocketmq-", "fastjson"))]
+    jars = [
+        p
+        for p in sorted(lib.glob("*.jar"))
+        if p.name.startswith(("rocketmq-common-", "rocketmq-remoting-", "fastjson"))
+    ]
     subprocess.run(
         [
             "java",
