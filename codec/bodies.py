@@ -28,6 +28,7 @@ from rmqtwin.codec.errors import CodecError
 
 __all__ = [
     "Body",
+    "BodyError",
     "BrokerData",
     "CheckClientRequestBody",
     "ClusterInfo",
