@@ -512,7 +512,7 @@ class RealRocketMQ:
         keep_work_dir: bool = False,
         namesrv_heap_mb: int = 128,
         broker_heap_mb: int = 384,
-        start_timeout: float = 120.0,
+        start_timeout: float = 240.0,
     ) -> None:
         if brokers < 1:
             raise ValueError("brokers must be at least 1")

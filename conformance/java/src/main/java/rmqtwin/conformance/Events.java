@@ -76,6 +76,35 @@ final class Events {
         System.exit(status);
     }
 
+    /** A client call that may fail on a connection hiccup. */
+    interface Action {
+        void run() throws Exception;
+    }
+
+    /**
+     * Runs a set-up call up to {@code attempts} times, a second apart, reporting each failure as a
+     * "retry" event. Only for set-up steps: under heavy machine load the 5.x client now and then
+     * fails the first request on a fresh connection (RemotingSendRequestException).
+     */
+    static void retrying(String what, int attempts, Action action) throws Exception {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                action.run();
+                return;
+            } catch (Exception ex) {
+                if (attempt >= attempts) {
+                    throw ex;
+                }
+                Map<String, Object> e = error(ex);
+                e.put("event", "retry");
+                e.put("what", what);
+                e.put("attempt", attempt);
+                emit(e);
+                Thread.sleep(1000);
+            }
+        }
+    }
+
     static void emit(Map<String, Object> event) {
         String line = GSON.toJson(event);
         synchronized (OUT) {

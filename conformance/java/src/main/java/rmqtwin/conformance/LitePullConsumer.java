@@ -65,11 +65,12 @@ public final class LitePullConsumer {
             }
             consumer.assign(assigned);
             String seek = Events.str(spec, "seek", "begin");
+            int attempts = (int) Events.num(spec, "startAttempts", 3);
             for (MessageQueue mq : assigned) {
                 if ("begin".equals(seek)) {
-                    consumer.seekToBegin(mq);
+                    Events.retrying("seekToBegin", attempts, () -> consumer.seekToBegin(mq));
                 } else if ("end".equals(seek)) {
-                    consumer.seekToEnd(mq);
+                    Events.retrying("seekToEnd", attempts, () -> consumer.seekToEnd(mq));
                 }
             }
         } else {

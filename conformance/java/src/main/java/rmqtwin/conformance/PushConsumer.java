@@ -41,6 +41,63 @@ public final class PushConsumer {
 
     static void run(JsonObject spec) throws Exception {
         long start = System.nanoTime();
+        boolean orderly = Events.bool(spec, "orderly", false);
+        DefaultMQPushConsumer consumer = startWithRetries(spec);
+        Map<String, Object> started = Events.event("started");
+        started.put("driver", "push_consumer");
+        started.put("clientVersion", Events.clientVersion());
+        started.put("clientId", consumer.buildMQClientId());
+        Events.emit(started);
+
+        long expect = Events.num(spec, "expect", 0);
+        long timeoutMs = Events.num(spec, "timeoutMs", 30_000);
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while ((expect <= 0 || CONSUMED.size() < expect) && System.currentTimeMillis() < deadline) {
+            Thread.sleep(20);
+        }
+        boolean reached = expect > 0 && CONSUMED.size() >= expect;
+        long settle = Events.num(spec, "settleMs", 0);
+        if (settle > 0) {
+            Thread.sleep(settle);
+        }
+        consumer.shutdown();
+        Map<String, Object> summary = Events.summary("push_consumer", start);
+        summary.put("orderly", orderly);
+        summary.put("deliveries", DELIVERIES.get());
+        summary.put("consumed", CONSUMED.size());
+        summary.put("reconsumeLater", LATER.get());
+        summary.put("expected", expect);
+        summary.put("timedOut", expect > 0 && !reached);
+        Events.emit(summary);
+    }
+
+    /**
+     * Starts the consumer, retrying a start that failed on a name server round trip (seen with
+     * the 5.x client on a heavily loaded machine); each failure is reported as "start_failed".
+     * A consumer cannot be started twice, so every attempt builds a new one.
+     */
+    static DefaultMQPushConsumer startWithRetries(JsonObject spec) throws Exception {
+        int attempts = (int) Events.num(spec, "startAttempts", 3);
+        for (int attempt = 1; ; attempt++) {
+            DefaultMQPushConsumer consumer = build(spec);
+            try {
+                consumer.start();
+                return consumer;
+            } catch (RuntimeException | org.apache.rocketmq.client.exception.MQClientException ex) {
+                consumer.shutdown();
+                if (attempt >= attempts) {
+                    throw ex;
+                }
+                Map<String, Object> e = Events.error(ex);
+                e.put("event", "start_failed");
+                e.put("attempt", attempt);
+                Events.emit(e);
+                Thread.sleep(1000);
+            }
+        }
+    }
+
+    static DefaultMQPushConsumer build(JsonObject spec) throws Exception {
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(Events.required(spec, "group"));
         consumer.setNamesrvAddr(Events.required(spec, "namesrv"));
         consumer.setInstanceName(Events.instanceName("push"));
@@ -78,33 +135,7 @@ public final class PushConsumer {
                     ? ConsumeConcurrentlyStatus.CONSUME_SUCCESS : ConsumeConcurrentlyStatus.RECONSUME_LATER;
             });
         }
-        consumer.start();
-        Map<String, Object> started = Events.event("started");
-        started.put("driver", "push_consumer");
-        started.put("clientVersion", Events.clientVersion());
-        started.put("clientId", consumer.buildMQClientId());
-        Events.emit(started);
-
-        long expect = Events.num(spec, "expect", 0);
-        long timeoutMs = Events.num(spec, "timeoutMs", 30_000);
-        long deadline = System.currentTimeMillis() + timeoutMs;
-        while ((expect <= 0 || CONSUMED.size() < expect) && System.currentTimeMillis() < deadline) {
-            Thread.sleep(20);
-        }
-        boolean reached = expect > 0 && CONSUMED.size() >= expect;
-        long settle = Events.num(spec, "settleMs", 0);
-        if (settle > 0) {
-            Thread.sleep(settle);
-        }
-        consumer.shutdown();
-        Map<String, Object> summary = Events.summary("push_consumer", start);
-        summary.put("orderly", orderly);
-        summary.put("deliveries", DELIVERIES.get());
-        summary.put("consumed", CONSUMED.size());
-        summary.put("reconsumeLater", LATER.get());
-        summary.put("expected", expect);
-        summary.put("timedOut", expect > 0 && !reached);
-        Events.emit(summary);
+        return consumer;
     }
 
     static void subscribe(DefaultMQPushConsumer consumer, JsonObject s) throws Exception {
