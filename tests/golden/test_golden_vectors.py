@@ -120,8 +120,9 @@ def test_python_reencodes(golden: Golden, line: str, name: str) -> None:
         if vector["roundTrip"]:
             assert again.hex() == data.hex()
         else:
-            # ROCKETMQ decodes a zero-length value as null: Java cannot re-send it, and neither may we
-            # send it as an empty string; the entry is dropped, everything else is unchanged.
+            # ROCKETMQ decodes a zero-length value as null (Java cannot re-send it, and neither may we
+            # send it as an empty string: the entry is dropped) and keeps the last of duplicate keys;
+            # re-sent, the frame carries exactly the entries Java holds.
             nulls = {k for k, v in vector["command"]["extFields"].items() if v is None}
             expected = {k: v for k, v in vector["command"]["extFields"].items() if k not in nulls}
             assert gv.describe_command(gv.decode_frame(again))["extFields"] == expected

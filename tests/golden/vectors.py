@@ -74,6 +74,7 @@ COMMANDS = (
     "request.edge.non_ascii_remark_negative_opaque",
     "request.edge.empty_ext_fields_and_body",
     "request.edge.code_over_short",
+    "request.edge.fastcodes_duplicate_keys",
     "response.SEND_MESSAGE",
     "response.PULL_MESSAGE.found",
     "response.PULL_MESSAGE.offset_moved",

@@ -410,6 +410,16 @@ public final class Main {
             c.setLanguage(org.apache.rocketmq.remoting.protocol.LanguageCode.CPP);
             return c;
         }, null);
+        // An RPC hook (e.g. ACL's) calls makeCustomHeaderToNet before the encoder: a FastCodesHeader then
+        // writes its fields in ROCKETMQ form and the same keys again from extFields.
+        v.commandBoth("request.edge.fastcodes_duplicate_keys", t -> {
+            RemotingCommand c = req(RequestCode.SEND_MESSAGE_V2,
+                SendMessageRequestHeaderV2.createSendMessageRequestHeaderV2(sendHeader("TopicTest", false)), 45, t);
+            c.makeCustomHeaderToNet();
+            c.addExtField("AccessKey", "rocketmq2");
+            c.setBody(utf8("acl"));
+            return c;
+        }, SendMessageRequestHeaderV2.class);
         // 5.x POP codes do not fit the ROCKETMQ header's int16 code: Java's (short) cast truncates them.
         v.commandBoth("request.edge.code_over_short", t -> {
             RemotingCommand c = req(200050, null, 32, t);
