@@ -87,7 +87,8 @@ class MessageExtBrokerInner(MessageExt):
     ``properties_string``, when set, is written verbatim (the broker controls the stored bytes).
     """
 
-    __slots__ = ()
+    properties: dict[str, str]
+    properties_string: str | None
 
     def get_properties_string(self) -> str:
         if self.properties_string is None:
