@@ -88,8 +88,8 @@ def _run_proxy(args: argparse.Namespace) -> int:
     observer = FilteringLogObserver(textFileLogObserver(sys.stderr), [predicate])
     globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)
     # The writer thread competes for the GIL with the reactor; a short switch interval keeps the
-    # reactor's wait for the GIL (added latency on every forwarded frame) well under a millisecond.
-    sys.setswitchinterval(0.0002)
+    # reactor's wait for the GIL (added latency on every forwarded frame) under a millisecond.
+    sys.setswitchinterval(0.001)
     upstreams = [Upstream.parse(u) for u in args.upstream]
     recorder = None
     if args.capture:

@@ -47,13 +47,21 @@ class ProxyProcess:
 
 
 def start_proxy(
-    upstream: str, capture: str | os.PathLike[str], *extra: str, ready_timeout: float = 30.0
+    upstream: str,
+    capture: str | os.PathLike[str],
+    *extra: str,
+    ready_timeout: float = 30.0,
+    record: bool = True,
 ) -> ProxyProcess:
-    """Start ``rmqtwin proxy --upstream UPSTREAM --port 0 --capture CAPTURE EXTRA…`` and wait until ready."""
+    """Start ``rmqtwin proxy --upstream UPSTREAM --port 0 --capture CAPTURE EXTRA…`` and wait until ready.
+
+    With ``record=False`` the proxy only forwards (no ``--capture``); ``capture`` then only names
+    where its log goes.
+    """
     capture = Path(capture)
     log_path = capture.with_name(capture.name + ".log")
     cmd = [sys.executable, "-m", "rmqtwin", "proxy", "--upstream", upstream, "--port", "0"]
-    cmd += ["--capture", str(capture), *extra]
+    cmd += [*(["--capture", str(capture)] if record else []), *extra]
     with log_path.open("w") as log:
         process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
     assert process.stdout is not None

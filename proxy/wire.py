@@ -237,7 +237,7 @@ def _binary_entries(header: bytes | bytearray, pos: int, end: int) -> list[tuple
     return out
 
 
-_CREDENTIAL_BYTES = tuple(name.encode() for name in CREDENTIAL_FIELDS)
+_ANY_CREDENTIAL = re.compile(b"|".join(name.encode() for name in CREDENTIAL_FIELDS))
 _JSON_CREDENTIAL = re.compile(rb'"(AccessKey|Signature|SecurityToken)":"((?:[^"\\]|\\.)*)"')
 
 
@@ -252,8 +252,7 @@ def mask_credentials(frame: bytes) -> bytes | None:
     mark = _U32.unpack_from(frame, 4)[0]
     serialize_type = mark >> 24
     header_end = 8 + (mark & 0xFFFFFF)
-    header = frame[8:header_end]
-    if not any(name in header for name in _CREDENTIAL_BYTES):
+    if _ANY_CREDENTIAL.search(frame, 8, header_end) is None:
         return None
     out = bytearray(frame)
     hits = 0
