@@ -26,8 +26,8 @@ from rmqtwin.codec.message import (
     in_java_hash_map_order,
 )
 
-# The names every generator writes, per line, in generation order (the manifest must match exactly:
-# a vector added on the Java side must be added here, so it gets its own test ids and xfail entries).
+# The names the generators write (each manifest must hold exactly these: a vector added on the Java
+# side is added here too, so it gets its own test ids and xfail entries).
 COMMANDS = (
     "request.GET_ROUTEINFO_BY_TOPIC",
     "request.GET_ROUTEINFO_BY_TOPIC.accept_standard_json",
@@ -521,16 +521,21 @@ def python_originated(line: str) -> list[dict[str, Any]]:
     )
 
 
-def python_header_classes() -> list[str]:
-    """Every typed header class of ``rmqtwin.codec.headers`` (the Java class of the same name is checked)."""
+def _classes_of(module: Any, base: type) -> list[str]:
+    """Names of the classes ``module`` defines that derive from ``base`` (``base`` itself excluded)."""
     return sorted(
         name
-        for name, cls in vars(headers).items()
+        for name, cls in vars(module).items()
         if isinstance(cls, type)
-        and issubclass(cls, headers.CommandCustomHeader)
-        and cls.__module__ == headers.__name__
-        and cls is not headers.CommandCustomHeader
+        and issubclass(cls, base)
+        and cls.__module__ == module.__name__
+        and cls is not base
     )
+
+
+def python_header_classes() -> list[str]:
+    """Every typed header class of ``rmqtwin.codec.headers`` (the Java class of the same name is checked)."""
+    return _classes_of(headers, headers.CommandCustomHeader)
 
 
 def header_class_items() -> list[dict[str, Any]]:
@@ -546,14 +551,7 @@ BODY_ALSO_JAVA = {"TopicConfigSerializeWrapper": ("TopicConfigAndMappingSerializ
 
 def python_body_classes() -> list[str]:
     """Every typed body class of ``rmqtwin.codec.bodies`` (checked against the Java class of that name)."""
-    return sorted(
-        name
-        for name, cls in vars(bodies).items()
-        if isinstance(cls, type)
-        and issubclass(cls, bodies.Body)
-        and cls.__module__ == bodies.__name__
-        and cls is not bodies.Body
-    )
+    return _classes_of(bodies, bodies.Body)
 
 
 def body_class_items() -> list[dict[str, Any]]:
