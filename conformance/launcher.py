@@ -309,10 +309,13 @@ JAVA17_OPENS = (
     "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
     "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
     "--add-opens=java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
     "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
 )
-"""Java 17 closes JDK internals RocketMQ reaches into (MappedFile.clean via DirectByteBuffer,
-Netty's direct buffers); without these the 4.9 store fails at shutdown."""
+"""Java 17 closes JDK internals RocketMQ reaches into: MappedFile.clean goes through
+DirectByteBuffer.attachment (java.nio) and jdk.internal.ref.Cleaner. Without them the 4.9 store's
+shutdown hook throws before it deletes the abort file, and the next start recovers abnormally."""
 
 # 4.9.x configures logback from $ROCKETMQ_HOME/conf/<file> and refuses to start without it
 # (5.x ships its logback configuration inside the jars and ignores these files).

@@ -8,14 +8,19 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rmqtwin.conformance.launcher import RealRocketMQ, RealRocketMQError
+from rmqtwin.conformance.launcher import RealRocketMQ, RealRocketMQError, java_available
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from rmqtwin.conformance.java_client import JavaClient
 
-pytestmark = [pytest.mark.java, pytest.mark.real, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.java,
+    pytest.mark.real,
+    pytest.mark.slow,
+    pytest.mark.skipif(java_available() is not None, reason=f"needs Java 17 and Maven: {java_available()}"),
+]
 
 
 def test_broker_restarts_on_its_existing_store(
