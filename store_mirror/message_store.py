@@ -255,6 +255,10 @@ class DefaultMessageStore:
                 if self.config.message_index_enable and self.config.message_index_safe
                 else self.checkpoint.get_min_timestamp()
             )
+            if not self.consume_queue_table:
+                # No consume queue survived: re-dispatch from the first segment. (Java would start at the
+                # checkpoint's segment and leave the queues without the older messages.)
+                min_ts = 0
             end = self.commit_log.recover_abnormally(crc, min_ts, self._dispatch)
         if not self.commit_log.mapped_file_queue.mapped_files and not self.read_only:
             for cq in self._all_cqs():

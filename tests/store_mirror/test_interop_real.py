@@ -143,6 +143,7 @@ def round_trip(
             "tags": f"Tag{'ABC'[i % 3]}",
             "keys": [f"key-{i}", f"order-{i % 7}"],
             "properties": {"seq": str(i)},
+            **({"delayLevel": 1 + (i // 25) % 3} if i % 25 == 24 else {}),
         }
         for i in range(JAVA_MESSAGES)
     ]
@@ -248,13 +249,24 @@ def test_rmqtwin_serves_the_real_brokers_store(round_trip: dict[str, Any]) -> No
         assert len(sent) == JAVA_MESSAGES
         for event in sent:
             assert event["status"] == "SEND_OK"
-            res = store.get_message("g", event["topic"], event["queueId"], event["queueOffset"], 1)
+            spec = specs[event["index"]]
+            level = spec.get("delayLevel", 0)
+            # a delayed message is stored in SCHEDULE_TOPIC_XXXX queue level-1; the send result's queue
+            # offset is its offset there
+            topic, queue_id = (
+                ("SCHEDULE_TOPIC_XXXX", level - 1) if level else (event["topic"], event["queueId"])
+            )
+            res = store.get_message("g", topic, queue_id, event["queueOffset"], 1)
             assert res.status is GetMessageStatus.FOUND, event
             msg = decode_message_record(res.message_buffers[0], check_crc=True)[0]
             assert msg.properties["UNIQ_KEY"] == event["msgId"]
             assert msg.offset_msg_id == event["offsetMsgId"]
             assert msg.queue_offset == event["queueOffset"]
-            spec = specs[event["index"]]
+            if level:
+                assert msg.properties["REAL_TOPIC"] == spec["topic"] == event["topic"]
+                assert msg.properties["REAL_QID"] == str(event["queueId"])
+                assert msg.properties["DELAY"] == str(level)
+                msg.topic = spec["topic"]
             assert (msg.topic, msg.tags, msg.keys) == (spec["topic"], spec["tags"], " ".join(spec["keys"]))
             assert msg.body == driver_body(spec["bodySize"])
             assert msg.properties["seq"] == str(event["index"])
@@ -311,3 +323,29 @@ def test_rmqtwin_recovers_the_real_store_after_a_torn_record(
             assert res.status is GetMessageStatus.FOUND
     finally:
         store.shutdown()
+
+
+def test_rmqtwin_rebuilds_the_real_brokers_consume_queues_byte_for_byte(
+    round_trip: dict[str, Any], tmp_path: Path
+) -> None:
+    """Consume queues deleted, rebuilt by rmqtwin from the commitlog: the same bytes the real broker wrote
+    (offsets, sizes, tags hashes, delivery times in SCHEDULE_TOPIC_XXXX, file names and sizes)."""
+    copy = round_trip["copy"]
+    rebuilt = tmp_path / "rebuilt"
+    shutil.copytree(copy, rebuilt)
+    shutil.rmtree(rebuilt / "consumequeue")
+    store = DefaultMessageStore(str(rebuilt), store_config())
+    assert store.load()
+    store.shutdown()
+    real_files = sorted(
+        p.relative_to(copy / "consumequeue") for p in (copy / "consumequeue").rglob("*") if p.is_file()
+    )
+    ours = sorted(
+        p.relative_to(rebuilt / "consumequeue") for p in (rebuilt / "consumequeue").rglob("*") if p.is_file()
+    )
+    assert ours == real_files
+    assert any(str(p).startswith("SCHEDULE_TOPIC_XXXX") for p in real_files)
+    for rel in real_files:
+        assert (rebuilt / "consumequeue" / rel).read_bytes() == (copy / "consumequeue" / rel).read_bytes(), (
+            rel
+        )

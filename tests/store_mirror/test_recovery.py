@@ -170,3 +170,20 @@ def test_second_store_on_same_directory_is_refused(stores: StoreFactory) -> None
     assert rc == 3
     with open(os.path.join(stores.root, "lock"), "rb") as f:
         assert f.read(4) == b"lock"
+
+
+def test_abnormal_recovery_without_any_consume_queue_rebuilds_them_all(stores: StoreFactory) -> None:
+    store = stores.open()
+    for i in range(60):
+        stores.now += 10_000  # the checkpoint then points into the last segment
+        store.put_message(make_msg(queue_id=i % 2, body=b"z" * 600 + b"%d" % i))
+    expected = [bodies(store, "TopicTest", q) for q in (0, 1)]
+    store.shutdown()
+    stores.opened.remove(store)
+    assert len(os.listdir(os.path.join(stores.root, "commitlog"))) >= 3
+    shutil.rmtree(os.path.join(stores.root, "consumequeue"))
+    with open(os.path.join(stores.root, "abort"), "wb"):
+        pass
+    reopened = stores.open()
+    assert not reopened.last_exit_ok
+    assert [bodies(reopened, "TopicTest", q) for q in (0, 1)] == expected
