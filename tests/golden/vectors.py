@@ -133,6 +133,10 @@ BODIES = (
     "body.GroupList",
     "body.SubscriptionGroupWrapper",
     "body.ConsumerRunningInfo",
+    "body.CheckClientRequestBody",
+    "body.ConsumeMessageDirectlyResult",
+    "body.GetConsumerStatusBody",
+    "body.UnlockBatchRequestBody",
     "body.QueryConsumeTimeSpanBody",
     "body.SubscriptionGroupConfig",
 )

@@ -26,6 +26,10 @@ import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.common.protocol.RequestCode;
 import org.apache.rocketmq.common.protocol.ResponseCode;
 import org.apache.rocketmq.common.protocol.body.ClusterInfo;
+import org.apache.rocketmq.common.protocol.body.CMResult;
+import org.apache.rocketmq.common.protocol.body.CheckClientRequestBody;
+import org.apache.rocketmq.common.protocol.body.ConsumeMessageDirectlyResult;
+import org.apache.rocketmq.common.protocol.body.GetConsumerStatusBody;
 import org.apache.rocketmq.common.protocol.body.Connection;
 import org.apache.rocketmq.common.protocol.body.ConsumeStatus;
 import org.apache.rocketmq.common.protocol.body.ConsumerConnection;
@@ -720,6 +724,24 @@ public final class Main {
             "consumeOKTPS", 0.1, "consumeFailedTPS", 123456.789, "consumeFailedMsgs", 3L);
         cri.getStatusTable().put("TopicTest", status);
         v.body("body.ConsumerRunningInfo", cri, cri.encode(), "legacy");
+        CheckClientRequestBody check = fill(new CheckClientRequestBody(), "clientId", "127.0.0.1@4242#1234567",
+            "group", "cg", "subscriptionData", fill(new SubscriptionData("TopicTest", "a > 5 AND b = 'x'"),
+                "expressionType", "SQL92", "subVersion", 1700000000000L));
+        v.body("body.CheckClientRequestBody", check, check.encode(), "legacy");
+        ConsumeMessageDirectlyResult direct = fill(new ConsumeMessageDirectlyResult(), "order", true,
+            "autoCommit", false, "consumeResult", CMResult.CR_THROW_EXCEPTION, "remark",
+            "java.lang.RuntimeException: \u00e9chec", "spentTimeMills", 42L);
+        v.body("body.ConsumeMessageDirectlyResult", direct, direct.encode(), "legacy");
+        GetConsumerStatusBody status2 = new GetConsumerStatusBody();
+        status2.getMessageQueueTable().put(q0, 12L);
+        HashMap<MessageQueue, Long> perClient = new HashMap<>();
+        perClient.put(q1, 7L);
+        status2.getConsumerTable().put("127.0.0.1@4242#1234567", perClient);
+        v.body("body.GetConsumerStatusBody", status2, status2.encode(), "legacy");
+        UnlockBatchRequestBody unlock = fill(new UnlockBatchRequestBody(), "consumerGroup", "cg", "clientId",
+            "127.0.0.1@4242#1234567");
+        unlock.getMqSet().add(q1);
+        v.body("body.UnlockBatchRequestBody", unlock, unlock.encode(), "legacy");
         QueryConsumeTimeSpanBody span = new QueryConsumeTimeSpanBody();
         QueueTimeSpan qts = fill(new QueueTimeSpan(), "messageQueue", q0, "minTimeStamp", BORN, "maxTimeStamp",
             BORN + 1000, "consumeTimeStamp", BORN + 500, "delayTime", 500L);
