@@ -205,7 +205,7 @@ public final class Main {
     }
 
     static void requests(Vectors v) throws Exception {
-        // §12 of the protocol sheet, in order, then the extra codes the brief names.
+        // §12 of the protocol sheet, in order, then REGISTER_BROKER, GET_KV_CONFIG and the broker-to-client codes.
         v.commandBoth("request.GET_ROUTEINFO_BY_TOPIC", t -> req(RequestCode.GET_ROUTEINFO_BY_TOPIC,
             fill(new GetRouteInfoRequestHeader(), "topic", "TopicTest"), 1, t), GetRouteInfoRequestHeader.class);
         v.commandBoth("request.GET_ROUTEINFO_BY_TOPIC.accept_standard_json", t -> req(RequestCode.GET_ROUTEINFO_BY_TOPIC,
