@@ -393,12 +393,23 @@ def _load_json_leniently(raw: bytes) -> Any:
         raise FrameError(f"malformed JSON header: {exc}") from None
 
 
-def _decode_json(frame: bytes, header_length: int, body: bytes | None) -> RemotingCommand:
-    raw = frame[4 : 4 + header_length]
-    try:
-        header = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        header = _load_json_leniently(raw)
+_JSON = SerializeType.JSON
+_ROCKETMQ = SerializeType.ROCKETMQ
+
+
+def _checked_ints(header: dict[str, Any]) -> tuple[int, int, int, int]:
+    """``code``, ``flag``, ``opaque`` and ``version`` converted the way fastjson converts them."""
+    get = header.get
+    return (
+        _as_int(get("code", 0), "code"),
+        _as_int(get("flag", 0), "flag"),
+        _as_int(get("opaque", 0), "opaque"),
+        _as_int(get("version", 0), "version"),
+    )
+
+
+def _decode_json(header: Any, body: bytes | None) -> RemotingCommand:
+    """A parsed JSON header, liberal the way fastjson is (strings for numbers, language by ordinal)."""
     if type(header) is not dict:
         raise FrameError("JSON header is not an object")
     get = header.get
@@ -406,18 +417,19 @@ def _decode_json(frame: bytes, header_length: int, body: bytes | None) -> Remoti
     flag = get("flag", 0)
     opaque = get("opaque", 0)
     version = get("version", 0)
-    if type(code) is not int or type(flag) is not int or type(opaque) is not int or type(version) is not int:
-        code = _as_int(code, "code")
-        flag = _as_int(flag, "flag")
-        opaque = _as_int(opaque, "opaque")
-        version = _as_int(version, "version")
-    elif not (
-        _INT32_MIN <= code <= _INT32_MAX
-        and _INT32_MIN <= flag <= _INT32_MAX
-        and _INT32_MIN <= opaque <= _INT32_MAX
-        and _INT32_MIN <= version <= _INT32_MAX
+    if (
+        type(code) is not int
+        or type(flag) is not int
+        or type(opaque) is not int
+        or type(version) is not int
+        or not (
+            _INT32_MIN <= code <= _INT32_MAX
+            and _INT32_MIN <= flag <= _INT32_MAX
+            and _INT32_MIN <= opaque <= _INT32_MAX
+            and _INT32_MIN <= version <= _INT32_MAX
+        )
     ):
-        raise FrameError("JSON header int field out of range")
+        code, flag, opaque, version = _checked_ints(header)
     remark = get("remark")
     if remark is not None and type(remark) is not str:
         remark = _as_text(remark)
@@ -425,15 +437,14 @@ def _decode_json(frame: bytes, header_length: int, body: bytes | None) -> Remoti
     if ext is not None:
         if type(ext) is not dict:
             raise FrameError("JSON header extFields is not an object")
-        for v in ext.values():
-            if type(v) is not str:
-                ext = {k: _as_text(v) for k, v in ext.items() if v is not None}
-                break
+        try:
+            "".join(ext.values())  # C-speed check that every value is a str: nothing else joins
+        except TypeError:
+            ext = {k: _as_text(v) for k, v in ext.items() if v is not None}
     language = get("language", 0)
     known = _LANGUAGES.get(language) if type(language) is str else None
-    codes = _RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES
     return RemotingCommand(
-        codes.get(code, code),
+        (_RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES).get(code, code),
         known if known is not None else _language(language),
         version,
         opaque,
@@ -441,7 +452,7 @@ def _decode_json(frame: bytes, header_length: int, body: bytes | None) -> Remoti
         remark,
         ext,
         body,
-        SerializeType.JSON,
+        _JSON,
         None,  # keep the wire order of ext_fields
     )
 
@@ -455,6 +466,34 @@ def _text(raw: bytes) -> str:
 
 def _decode_lenient(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")  # Java decodes malformed UTF-8 to U+FFFD
+
+
+def _decode_ext_ascii(section: bytes) -> dict[str, str] | None:
+    """The map section when it is pure ASCII and has no empty key or value; else None.
+
+    The common case: byte offsets are then character offsets, so the section is decoded to ``str``
+    once and keys and values are sliced out of that string (no per-field bytes copy or decode).
+    ASCII bytes are all below 0x80, so neither length word can be negative; an overrun shows as an
+    end position past the section. Anything unusual returns None for :func:`_decode_ext`.
+    """
+    text = section.decode("ascii")
+    ext: dict[str, str] = {}
+    unpack_short = _SHORT.unpack_from
+    unpack_int = _INT.unpack_from
+    size = len(section)
+    pos = 0
+    try:
+        while pos < size:
+            key_end = pos + 2 + unpack_short(section, pos)[0]
+            value_start = key_end + 4
+            end = value_start + unpack_int(section, key_end)[0]
+            if end == value_start or key_end == pos + 2 or end > size:
+                return None
+            ext[text[pos + 2 : key_end]] = text[value_start:end]
+            pos = end
+    except struct.error:
+        return None
+    return ext
 
 
 def _decode_ext(frame: bytes, pos: int, ext_end: int, decode: Callable[[bytes], str]) -> dict[str, str]:
@@ -505,13 +544,16 @@ def _decode_binary(frame: bytes, header_length: int, body: bytes | None) -> Remo
         ext_end = pos + ext_len
         if ext_end > end:
             raise FrameError(f"extFields length {ext_len} overruns the {header_length}-byte header")
-        try:
-            ext = _decode_ext(frame, pos, ext_end, bytes.decode)
-        except UnicodeDecodeError:
-            ext = _decode_ext(frame, pos, ext_end, _decode_lenient)
-    codes = _RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES
+        section = frame[pos:ext_end]
+        if section.isascii():
+            ext = _decode_ext_ascii(section)
+        if ext is None:
+            try:
+                ext = _decode_ext(frame, pos, ext_end, bytes.decode)
+            except UnicodeDecodeError:
+                ext = _decode_ext(frame, pos, ext_end, _decode_lenient)
     return RemotingCommand(
-        codes.get(code, code),
+        (_RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES).get(code, code),
         _LANGUAGES.get(language, language),
         version,
         opaque,
@@ -519,7 +561,7 @@ def _decode_binary(frame: bytes, header_length: int, body: bytes | None) -> Remo
         remark,
         ext,
         body,
-        SerializeType.ROCKETMQ,
+        _ROCKETMQ,
         None,  # keep the wire order of ext_fields
     )
 
@@ -531,17 +573,21 @@ def decode_command(frame: bytes | bytearray | memoryview) -> RemotingCommand:
     size = len(frame)
     if size < 4:
         raise FrameError(f"frame of {size} bytes has no header-length word")
-    (word,) = _UINT.unpack_from(frame, 0)
-    serialize_type = word >> 24
-    header_length = word & 0xFFFFFF
-    if header_length > size - 4:
-        raise FrameError(f"decode error, bad header length: {header_length}")
-    body = frame[4 + header_length :] if size > 4 + header_length else None
-    if serialize_type == 0:
-        return _decode_json(frame, header_length, body)
-    if serialize_type == 1:
-        return _decode_binary(frame, header_length, body)
-    raise FrameError(f"unknown serialize type {serialize_type}")
+    word = _UINT.unpack_from(frame)[0]
+    header_end = 4 + (word & 0xFFFFFF)
+    if header_end > size:
+        raise FrameError(f"decode error, bad header length: {header_end - 4}")
+    body = frame[header_end:] if size > header_end else None
+    if word < 0x1000000:  # JSON, the common case: parsed here to save a call
+        raw = frame[4:header_end]
+        try:
+            header = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            header = _load_json_leniently(raw)
+        return _decode_json(header, body)
+    if word >> 24 == 1:
+        return _decode_binary(frame, header_end - 4, body)
+    raise FrameError(f"unknown serialize type {word >> 24}")
 
 
 def decode_whole_frame(data: bytes | bytearray | memoryview) -> RemotingCommand:
