@@ -46,6 +46,12 @@ class PeakRss(threading.Thread):
                 return
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def capture_bytes(capture: Path) -> int:
     from rmqtwin.proxy.capture import segment_paths
 
@@ -124,6 +130,8 @@ def main() -> int:
         rss.start()
         idle_rss = rss_kib(proxy.process.pid)
         namesrv = {"direct": rmq.namesrv_addr, "proxy": proxy.namesrv, "forward-only": plain.namesrv}
+        pids = {"proxy": proxy.process.pid, "forward-only": plain.process.pid}
+        cpu_us: dict[str, list[float]] = {"proxy": [], "forward-only": []}
         recorded_seconds = 0.0
         recorded_bytes = 0
         try:
@@ -131,7 +139,13 @@ def main() -> int:
             for i in range(args.rounds):
                 before = capture_bytes(capture)
                 for name, runs_of in runs.items():
+                    pid = pids.get(name)
+                    cpu0 = cpu_seconds(pid) if pid else 0.0
                     runs_of.append(bench(client, namesrv[name], args, f"Bench{name.title()}{i}"))
+                    if pid:
+                        # all sends of the run, warm-up included, over the proxy's CPU time meanwhile
+                        sent = runs_of[-1]["sent"] * (1 + 3.0 / (runs_of[-1]["durationMs"] / 1000))
+                        cpu_us[name].append((cpu_seconds(pid) - cpu0) / max(sent, 1) * 1e6)
                 recorded = capture_bytes(capture) - before
                 recorded_bytes += recorded
                 recorded_seconds += runs["proxy"][-1]["durationMs"] / 1000 + 3.0  # measured run + warm-up
@@ -172,6 +186,11 @@ def main() -> int:
             row.append(f"{value:>{15 if name == 'proxy' else 14}.3f}{value - base:>+11.3f}ms")
         print("".join(row))
     print(f"proxy+capture RSS: {idle_rss / 1024:.1f} MiB idle, {rss.peak / 1024:.1f} MiB peak")
+    print(
+        "proxy CPU per message (request + response, both threads): "
+        f"{statistics.median(cpu_us['proxy']):.0f} us with capture, "
+        f"{statistics.median(cpu_us['forward-only']):.0f} us forward-only"
+    )
     print(
         f"capture: {total_capture / 1e6:.1f} MB in total, "
         f"{recorded_bytes / max(recorded_seconds, 1e-9) / 1e6:.2f} MB/s "

@@ -15,7 +15,7 @@ import struct
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ from rmqtwin.proxy.wire import peek_header
 from tests.proxy.frames import json_frame
 
 launcher = pytest.importorskip("rmqtwin.conformance.launcher")
-java_client = pytest.importorskip("rmqtwin.conformance.java_client")
+pytest.importorskip("rmqtwin.conformance.pytest_plugin")
 
 pytestmark = [
     pytest.mark.java,
@@ -61,19 +61,30 @@ class Line:
     client: Any
 
 
-@pytest.fixture(scope="session", params=["4.9", "5"], ids=["rocketmq-4.9", "rocketmq-5.5"])
-def line(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Line]:
-    version = request.param
-    rmq = launcher.RealRocketMQ(version, broker_conf_overrides=BROKER_CONF)
-    rmq.start()
-    proxy = start_proxy(rmq.namesrv_addr, tmp_path_factory.mktemp(f"proxy-{version}") / "session.rmqcap")
-    try:
-        yield Line(version, rmq, proxy, java_client.JavaClient(version))
-    finally:
+@pytest.fixture(scope="session")
+def proxies(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], ProxyProcess]]:
+    """One ``rmqtwin proxy`` process per real name server, shared by the session, checked at the end:
+    a clean exit, and no error logged (an exception in a connection callback would close it)."""
+    started: dict[str, ProxyProcess] = {}
+
+    def proxy_for(namesrv: str) -> ProxyProcess:
+        proxy = started.get(namesrv)
+        if proxy is None or proxy.process.poll() is not None:
+            where = tmp_path_factory.mktemp("proxy") / "session.rmqcap"
+            proxy = started[namesrv] = start_proxy(namesrv, where)
+        return proxy
+
+    yield proxy_for
+    for proxy in started.values():
         rc = proxy.stop()
-        rmq.stop(graceful=False)
-    assert rc == 0, proxy.log()
-    assert "Unhandled Error" not in proxy.log(), proxy.log()  # an exception in a connection callback
+        assert rc == 0, proxy.log()
+        assert "Unhandled Error" not in proxy.log(), proxy.log()
+
+
+@pytest.fixture
+def line(real_rocketmq: Any, java_client: Any, proxies: Callable[[str], ProxyProcess]) -> Line:
+    """The shared real cluster of this line (conformance's ``real_rocketmq``) with a proxy before it."""
+    return Line(real_rocketmq.version.line, real_rocketmq, proxies(real_rocketmq.namesrv_addr), java_client)
 
 
 def unique(prefix: str) -> str:
@@ -192,7 +203,12 @@ def test_orderly_consumer_through_proxy(line: Line) -> None:
     assert via_proxy == {key: [f"{key}-{i}" for i in range(5)] for key in ("k1", "k2")}
 
 
-def test_transaction_check_back_flows_back_on_the_producer_connection(line: Line) -> None:
+def test_transaction_check_back_flows_back_on_the_producer_connection(
+    real_rocketmq: Any, real_rocketmq_factory: Any, java_client: Any, proxies: Callable[[str], ProxyProcess]
+) -> None:
+    # Its own cluster: the check interval is read once at broker start-up.
+    rmq = real_rocketmq_factory(real_rocketmq.version.line, broker_conf_overrides=BROKER_CONF)
+    line = Line(rmq.version.line, rmq, proxies(rmq.namesrv_addr), java_client)
     topic = unique("TopicT")
     messages = [{"body": f"tx-{i}", "transaction": "unknown", "check": "commit"} for i in range(2)]
     result = line.client.producer(
