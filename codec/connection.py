@@ -8,6 +8,17 @@ this side sent by ``opaque``, as in Java's ``NettyRemotingAbstract.responseTable
 
 Any :class:`~rmqtwin.codec.errors.CodecError` raised by :meth:`receive_data` means the peer sent bytes
 that cannot be decoded; like Java, the caller closes this connection (other connections are unaffected).
+The frames that arrived before the bad one are still good, as Netty passes them on before the channel
+closes: the error carries their events (:func:`events_before_error`), and a caller that wants them
+handles them before closing::
+
+    try:
+        events = conn.receive_data(data)
+    except CodecError as exc:
+        handle(events_before_error(exc))
+        close()
+    else:
+        handle(events)
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from rmqtwin.codec.command import (
     decode_command,
     encode_command,
 )
+from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
 
 __all__ = [
@@ -32,6 +44,7 @@ __all__ = [
     "RequestReceived",
     "RequestTimedOut",
     "ResponseReceived",
+    "events_before_error",
 ]
 
 
@@ -68,6 +81,15 @@ class RequestFailed:
 Event = RequestReceived | ResponseReceived
 """What :meth:`RemotingConnection.receive_data` returns."""
 
+_EVENTS_ATTR = "events"
+
+
+def events_before_error(error: CodecError) -> list[Event]:
+    """The events of the good frames that preceded ``error`` in the :meth:`RemotingConnection.receive_data`
+    call that raised it, in order (empty for an error raised by anything else)."""
+    events: list[Event] = getattr(error, _EVENTS_ATTR, [])
+    return events
+
 
 @dataclass(slots=True)
 class _Pending:
@@ -90,6 +112,7 @@ class RemotingConnection:
         first_opaque: int = 0,
     ) -> None:
         self._decoder = FrameDecoder(max_frame_size)
+        self._error: CodecError | None = None
         self._dialect = json_dialect
         self._outbound: list[bytes] = []
         self._next_opaque = first_opaque
@@ -101,17 +124,30 @@ class RemotingConnection:
     def receive_data(self, data: bytes | bytearray | memoryview) -> list[Event]:
         """Feed bytes from the peer; return the requests and responses they complete, in order.
 
-        Raises :class:`~rmqtwin.codec.errors.CodecError` on undecodable input (events of frames decoded
-        earlier in the same call are dropped with it: the connection is closing anyway).
+        Raises :class:`~rmqtwin.codec.errors.CodecError` on undecodable input, with the events of the
+        frames before the bad one attached (:func:`events_before_error`; responses among them are no
+        longer pending). Frames after the bad one are dropped. The connection is then poisoned: every
+        later call raises the same error, with no events.
         """
+        if self._error is not None:
+            setattr(self._error, _EVENTS_ATTR, [])
+            raise self._error
+        frames, error = self._decoder.feed_until_error(data)
         events: list[Event] = []
-        for frame in self._decoder.feed(data):
-            command = decode_command(frame)
-            if command.flag & RESPONSE_FLAG:
-                pending = self._pending.pop(command.opaque, None)
-                events.append(ResponseReceived(command, pending.request if pending is not None else None))
-            else:
-                events.append(RequestReceived(command))
+        try:
+            for frame in frames:
+                command = decode_command(frame)
+                if command.flag & RESPONSE_FLAG:
+                    pending = self._pending.pop(command.opaque, None)
+                    events.append(ResponseReceived(command, pending.request if pending is not None else None))
+                else:
+                    events.append(RequestReceived(command))
+        except CodecError as exc:
+            error = exc
+        if error is not None:
+            self._error = error
+            setattr(error, _EVENTS_ATTR, events)
+            raise error
         return events
 
     # --- outbound ----------------------------------------------------------------------------------

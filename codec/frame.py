@@ -37,6 +37,7 @@ class FrameDecoder:
     that grows by appending, so a 16 MiB frame arriving in 16 KiB pieces is copied once. The length word
     is checked as soon as its 4 bytes are known, before any of the body is buffered. After an error the
     decoder is poisoned and raises the same error again: the connection must be closed.
+    :meth:`feed_until_error` also returns the frames that preceded the error.
     """
 
     __slots__ = ("_buf", "_error", "_max", "_need")
@@ -68,10 +69,33 @@ class FrameDecoder:
         return length + 4
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
-        """Consume ``data``; return every frame it completes (header-length word, header and body)."""
+        """Consume ``data``; return every frame it completes (header-length word, header and body).
+
+        Raises the :class:`~rmqtwin.codec.errors.CodecError` of a bad length word; frames completed
+        earlier in the same ``data`` are then lost (use :meth:`feed_until_error` to keep them).
+        """
+        frames, error = self.feed_until_error(data)
+        if error is not None:
+            raise error
+        return frames
+
+    def feed_until_error(self, data: bytes | bytearray | memoryview) -> tuple[list[bytes], CodecError | None]:
+        """Like :meth:`feed`, but return the frames completed before a bad length word with the error.
+
+        Netty hands the frames it split before a corrupt one to the pipeline before the channel closes;
+        this keeps them too. The error is None when all of ``data`` was good; once it is set the decoder
+        is poisoned and every later call returns no frames and the same error.
+        """
         if self._error is not None:
-            raise self._error
+            return [], self._error
         frames: list[bytes] = []
+        try:
+            self._split(data, frames)
+        except CodecError as exc:
+            return frames, exc
+        return frames, None
+
+    def _split(self, data: bytes | bytearray | memoryview, frames: list[bytes]) -> None:
         view = memoryview(data)
         end = len(view)
         pos = 0
@@ -83,13 +107,13 @@ class FrameDecoder:
                 buf += view[:take]
                 pos = take
                 if len(buf) < 4:
-                    return frames
+                    return
                 self._need = self._check_length(_INT.unpack_from(buf, 0)[0])
             take = min(self._need - len(buf), end - pos)
             buf += view[pos : pos + take]
             pos += take
             if len(buf) < self._need:
-                return frames
+                return
             frames.append(bytes(memoryview(buf)[4:]))
             buf.clear()
             self._need = 0
@@ -104,7 +128,6 @@ class FrameDecoder:
             pos += total
         if pos < end:
             buf += view[pos:]
-        return frames
 
 
 def frame_prefix(header_length: int, body_length: int, serialize_type: int = SerializeType.JSON) -> bytes:

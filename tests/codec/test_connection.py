@@ -19,8 +19,9 @@ from rmqtwin.codec.connection import (
     RequestReceived,
     RequestTimedOut,
     ResponseReceived,
+    events_before_error,
 )
-from rmqtwin.codec.errors import CodecError, FrameTooLarge
+from rmqtwin.codec.errors import CodecError, FrameError, FrameTooLarge
 
 
 class ConnectionPair:
@@ -197,3 +198,37 @@ def test_send_raw_passes_bytes_through() -> None:
     frame = _encoded(create_request(RequestCode.HEART_BEAT, opaque=5))
     conn.send_raw(frame)
     assert conn.data_to_send() == frame
+
+
+def test_events_before_a_bad_frame_are_kept_with_the_error() -> None:
+    pair = ConnectionPair()
+    pending = create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "t"})
+    pair.client.send_request(pending, now=0, timeout=3)
+    assert len(pair.to_server()) == 1
+    pair.server.send_response(pending, create_response(pending, ResponseCode.SUCCESS))
+    check = create_request(RequestCode.CHECK_TRANSACTION_STATE, oneway=True)
+    pair.server.send_request(check, now=0, timeout=1)
+    bad_header = b"\x00\x00\x00\x06\x00\x00\x00\x02[]"  # a JSON header that is not an object
+    chunk = pair.server.data_to_send() + bad_header + _encoded(create_request(RequestCode.HEART_BEAT))
+    with pytest.raises(FrameError) as info:
+        pair.client.receive_data(chunk)
+    events = events_before_error(info.value)
+    assert [type(e) for e in events] == [ResponseReceived, RequestReceived]
+    response, request = events
+    assert isinstance(response, ResponseReceived) and response.request is pending
+    assert isinstance(request, RequestReceived) and request.command == check
+    assert pair.client.pending_count == 0
+    # poisoned: the same error again, without events (they were delivered with the first raise)
+    with pytest.raises(FrameError) as again:
+        pair.client.receive_data(_encoded(create_request(RequestCode.HEART_BEAT)))
+    assert again.value is info.value and events_before_error(again.value) == []
+
+
+def test_events_before_an_oversize_length_word_are_kept() -> None:
+    conn = RemotingConnection(max_frame_size=1024)
+    heartbeat = _encoded(create_request(RequestCode.HEART_BEAT, opaque=9))
+    with pytest.raises(FrameTooLarge) as info:
+        conn.receive_data(heartbeat + b"\x00\x10\x00\x00")
+    [event] = events_before_error(info.value)
+    assert isinstance(event, RequestReceived) and event.command.opaque == 9
+    assert events_before_error(CodecError("raised elsewhere")) == []

@@ -138,3 +138,27 @@ def test_encode_frame_and_split_header() -> None:
         split_header(b"\x00\x00\x00\x09{}")
     with pytest.raises(ValueError):
         FrameDecoder(max_frame_size=4)
+
+
+def test_feed_until_error_keeps_the_frames_before_a_bad_length() -> None:
+    rnd = random.Random(7)
+    payloads = _payloads(rnd, 3)
+    stream = b"".join(_frame(p) for p in payloads) + struct.pack(">i", -5) + _frame(payloads[0])
+    # the first frame arrives split across feeds, the rest with the bad length word in one chunk
+    decoder = FrameDecoder()
+    assert decoder.feed_until_error(stream[:3]) == ([], None)
+    frames, error = decoder.feed_until_error(stream[3:])
+    assert frames == payloads
+    assert isinstance(error, FrameError) and not isinstance(error, FrameTooLarge)
+    # poisoned: no frames, the same error
+    assert decoder.feed_until_error(_frame(payloads[1])) == ([], error)
+    with pytest.raises(FrameError):
+        decoder.feed(_frame(payloads[1]))
+
+
+def test_feed_until_error_reports_an_oversize_frame_after_good_ones() -> None:
+    decoder = FrameDecoder(max_frame_size=1024)
+    good = struct.pack(">I", 0) + bytes(10)
+    frames, error = decoder.feed_until_error(_frame(good) * 2 + struct.pack(">i", 2000))
+    assert frames == [good, good]
+    assert isinstance(error, FrameTooLarge) and error.length == 2004
