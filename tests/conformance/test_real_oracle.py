@@ -104,3 +104,23 @@ def test_benchmark_producer_reports_throughput(
     summary = result.summary
     assert summary["tps"] > 0 and summary["sent"] > 0, summary
     assert 0 < summary["latencyP50Ms"] <= summary["latencyP99Ms"] <= summary["latencyMaxMs"]
+
+
+def test_broker_rejection_is_reported_with_its_code_and_remark(
+    real_rocketmq: RealRocketMQ, java_client: JavaClient, unique_name: Callable[[str], str]
+) -> None:
+    # The client is allowed 8 MiB and does not compress, so the broker's 4 MiB limit decides.
+    result = java_client.producer(
+        real_rocketmq.namesrv_addr,
+        unique_name("Big"),
+        messages=[{"bodySize": 5 * 1024 * 1024}, {"body": "small"}],
+        compressOver=1 << 30,
+        maxMessageSize=8 << 20,
+        retryTimes=0,
+    ).check()
+    [error] = result.errors
+    assert error["index"] == 0
+    assert error["exception"] == "org.apache.rocketmq.client.exception.MQBrokerException"
+    assert error["responseCode"] == 13  # MESSAGE_ILLEGAL
+    assert "4194304" in error["remark"]
+    assert [e["index"] for e in result.sent] == [1]  # the connection and broker carry on
