@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from rmqtwin.fakes.broker.controller import BrokerController
 
 V3_4_9 = 121
+V5_0_0 = 413
 DLQ_NUMS_PER_GROUP = 1
 
 # SendMessageRequestHeaderV2's one-letter names.
@@ -190,8 +191,13 @@ class SendProcessor:
         if delay_to_zero:
             # 4.9.8 sets DELAY=0 before the request's properties replace the map: a client DELAY survives.
             props.setdefault("DELAY", "0")
+        five = request.version >= V5_0_0
+        if five:
+            # 5.x brokers add the region and trace switch to the message and keep WAIT.
+            props["MSG_REGION"] = broker.config.region_id
+            props["TRACE_ON"] = "true" if broker.config.trace_on else "false"
         props["CLUSTER"] = broker.config.broker_cluster_name
-        wait = props.pop("WAIT", None)
+        wait = props.get("WAIT") if five else props.pop("WAIT", None)
         msg = MessageExtBrokerInner(
             topic=topic,
             body=request.body or b"",
@@ -209,7 +215,7 @@ class SendProcessor:
             if broker.config.reject_transaction_message:
                 return self._forbidden("sending transaction message")
             broker.transactions.parse_half_message(msg)
-        if wait is not None:
+        if wait is not None and not five:
             props["WAIT"] = wait
         result = broker.store.put_message(msg)
         return self._handle_put_result(result, msg, queue_id, wait_store=wait != "false")
@@ -243,8 +249,14 @@ class SendProcessor:
         born_timestamp = int(header["bornTimestamp"])
         reconsume_times = _opt_int(header, "reconsumeTimes") or 0
         batch = []
+        five = request.version >= V5_0_0
         for item in items:
-            merged = merge_batch_properties(item.properties_string, batch_props)
+            # 4.9 appends the batch's properties to each message's; 5.5.0 stores each message's own.
+            merged = (
+                item.properties_string
+                if five
+                else merge_batch_properties(item.properties_string, batch_props)
+            )
             batch.append(
                 MessageExtBrokerInner(
                     topic=topic,

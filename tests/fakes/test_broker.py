@@ -402,3 +402,39 @@ def test_lock_batch_mq_gives_each_queue_one_owner(env: Any) -> None:
     unlock = orjson.dumps({"clientId": "c2", "consumerGroup": "go", "mqSet": mqs[:1]})
     assert p.call(RequestCode.UNLOCK_BATCH_MQ, None, unlock).code == ResponseCode.SUCCESS
     assert lock("c1") == mqs[:1]
+
+
+def test_a_5x_client_gets_5x_property_handling(env: Any) -> None:
+    """5.5.0 keeps WAIT, adds MSG_REGION/TRACE_ON, and stores batch messages with their own properties."""
+    broker, clock = env
+    p = peer(broker, clock)
+    header = {
+        "a": "pg",
+        "b": "Topic5",
+        "c": "TBW102",
+        "d": 4,
+        "e": 0,
+        "f": 0,
+        "g": 0,
+        "h": 0,
+        "j": 0,
+        "k": False,
+    }
+    single = p.call(
+        RequestCode.SEND_MESSAGE_V2,
+        {**header, "i": "WAIT\x01true\x02UNIQ_KEY\x01S1", "m": False},
+        b"one",
+        version=479,
+    )
+    assert single.code == ResponseCode.SUCCESS
+    items = [
+        Message(topic="Topic5", body=f"b{i}".encode(), properties={"UNIQ_KEY": f"U{i}"}) for i in range(2)
+    ]
+    batch_header = {**header, "i": "WAIT\x01true\x02UNIQ_KEY\x01BATCH", "m": True}
+    assert p.call(RequestCode.SEND_BATCH_MESSAGE, batch_header, encode_batch(items), version=479).code == 0
+    heartbeat(p, "g5", "Topic5")
+    got = decode_message_records(p.call(RequestCode.PULL_MESSAGE, pull_header("g5", "Topic5", 0)).body or b"")
+    first, *batch = got
+    assert first.properties["WAIT"] == "true" and first.properties["MSG_REGION"] == "DefaultRegion"
+    assert first.properties["TRACE_ON"] == "true" and first.properties["CLUSTER"] == "DefaultCluster"
+    assert [m.properties for m in batch] == [{"UNIQ_KEY": "U0"}, {"UNIQ_KEY": "U1"}]

@@ -119,8 +119,15 @@ def test_send_modes_consume_pull_and_query(target: Target, unique_name: Callable
     assert got.summary["consumed"] == 12, got.stderr[-2000:]
     assert {e["body"] for e in got.received} == bodies
     assert {e["msgId"] for e in sent} <= {e["msgId"] for e in got.received}
+    five = target.name.endswith("5")
     for event in got.received:
-        assert event["properties"]["CLUSTER"] == "rmqtwin"
+        props = event["properties"]
+        if five and event["body"].startswith("batch"):
+            # 5.5.0 stores a batch's messages with their own properties only (4.9 appends the batch's).
+            assert "CLUSTER" not in props
+        else:
+            assert props["CLUSTER"] == "rmqtwin"
+            assert ("MSG_REGION" in props) == five and ("WAIT" in props) == five
         assert event["storeHost"].endswith(":" + target.broker_addr.rpartition(":")[2])
         assert event["tags"] == "TagA" and event["reconsumeTimes"] == 0
 
