@@ -341,6 +341,7 @@ def encode_command(cmd: RemotingCommand, dialect: JsonDialect = JsonDialect.FAST
 
 _LANGUAGES: dict[Any, int] = {lc.name: lc for lc in LanguageCode}
 _LANGUAGES.update({int(lc): lc for lc in LanguageCode})
+_LANGUAGE_BY_NAME: dict[str, int] = {lc.name: lc for lc in LanguageCode}
 _REQUEST_CODES: dict[int, int] = {int(c): c for c in RequestCode}
 _RESPONSE_CODES: dict[int, int] = {int(c): c for c in ResponseCode}
 _INT32_MIN = -(1 << 31)
@@ -578,13 +579,56 @@ def decode_command(frame: bytes | bytearray | memoryview) -> RemotingCommand:
     if header_end > size:
         raise FrameError(f"decode error, bad header length: {header_end - 4}")
     body = frame[header_end:] if size > header_end else None
-    if word < 0x1000000:  # JSON, the common case: parsed here to save a call
+    if word < 0x1000000:  # JSON
         raw = frame[4:header_end]
         try:
             header = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            header = _load_json_leniently(raw)
-        return _decode_json(header, body)
+            return _decode_json(_load_json_leniently(raw), body)
+        # Fast path for the header every Java client writes: all fields present with their usual types.
+        # Anything else (missing keys, numbers as strings, languages by ordinal...) takes _decode_json.
+        try:
+            code = header["code"]
+            flag = header["flag"]
+            opaque = header["opaque"]
+            version = header["version"]
+            language = _LANGUAGE_BY_NAME[header["language"]]
+        except (KeyError, TypeError):
+            return _decode_json(header, body)
+        remark = header.get("remark")
+        ext = header.get("extFields")
+        if (
+            type(code) is not int
+            or type(flag) is not int
+            or type(opaque) is not int
+            or type(version) is not int
+            or not (
+                _INT32_MIN <= code <= _INT32_MAX
+                and _INT32_MIN <= flag <= _INT32_MAX
+                and _INT32_MIN <= opaque <= _INT32_MAX
+                and _INT32_MIN <= version <= _INT32_MAX
+            )
+            or (remark is not None and type(remark) is not str)
+            or (ext is not None and type(ext) is not dict)
+        ):
+            return _decode_json(header, body)
+        if ext:
+            try:
+                "".join(ext.values())  # C-speed check that every value is a str: nothing else joins
+            except TypeError:
+                return _decode_json(header, body)
+        return RemotingCommand(
+            (_RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES).get(code, code),
+            language,
+            version,
+            opaque,
+            flag,
+            remark,
+            ext,
+            body,
+            _JSON,
+            None,  # keep the wire order of ext_fields
+        )
     if word >> 24 == 1:
         return _decode_binary(frame, header_end - 4, body)
     raise FrameError(f"unknown serialize type {word >> 24}")

@@ -9,6 +9,7 @@ import struct
 import subprocess
 from collections.abc import Callable
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from rmqtwin.codec.codes import LanguageCode, RequestCode, ResponseCode, Seriali
 from rmqtwin.codec.command import (
     JsonDialect,
     RemotingCommand,
+    _decode_json,
     create_request,
     create_response,
     decode_command,
@@ -364,6 +366,96 @@ def test_binary_code_and_version_are_16_bit_like_java() -> None:
 def test_malformed_binary_headers_raise_frame_error(frame: bytes) -> None:
     with pytest.raises(FrameError):
         decode_command(frame)
+
+
+_ASCII_KEYS = st.sampled_from(["", "a", "b", "topic", "queueId", "k" * 40])
+_ASCII_VALUES = st.text(st.sampled_from("0aZ_-:\x01\x02\x7f"), max_size=8)
+_ANY_VALUES = _ASCII_VALUES | st.text(st.characters(codec="utf-8"), max_size=4)
+
+
+def _java_map(entries: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
+    """What Java's map holds after the entries, in wire order (a null value removes, a null key is lost)."""
+    expected: dict[str, str] = {}
+    for k, v in entries:
+        if not k:
+            continue
+        if v:
+            expected[k.decode()] = v.decode()
+        else:
+            expected.pop(k.decode(), None)
+    return list(expected.items())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_ASCII_KEYS, _ANY_VALUES), min_size=1, max_size=12))
+def test_binary_ext_sections_decode_like_java_maps(pairs: list[tuple[str, str]]) -> None:
+    """Empty keys and values, duplicates and non-ASCII text, in every mix (ASCII sections are sliced
+    from one decoded string, the rest entry by entry: both must give the same map in the same order)."""
+    entries = [(k.encode(), v.encode()) for k, v in pairs]
+    cmd = decode_command(_binary_frame(entries))
+    expected = _java_map(entries)
+    assert list((cmd.ext_fields or {}).items()) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_ASCII_KEYS.filter(bool), _ASCII_VALUES), min_size=1, max_size=6))
+def test_binary_ext_section_cut_short_is_a_frame_error_unless_at_an_entry_boundary(
+    pairs: list[tuple[str, str]],
+) -> None:
+    entries = [(k.encode(), v.encode()) for k, v in pairs]
+    boundaries = {0: 0}
+    size = 0
+    for i, (k, v) in enumerate(entries, 1):
+        size += 6 + len(k) + len(v)
+        boundaries[size] = i
+    for ext_len in range(1, size):
+        frame = _binary_frame(entries, ext_len=ext_len)
+        if ext_len in boundaries:
+            cmd = decode_command(frame)
+            assert list((cmd.ext_fields or {}).items()) == _java_map(entries[: boundaries[ext_len]])
+        else:
+            with pytest.raises(FrameError):
+                decode_command(frame)
+
+
+_JSON_INTS = (
+    st.integers(-(2**33), 2**33) | st.booleans() | st.sampled_from(["7", " -3 ", "x", 2.0, 2.5, None])
+)
+_JSON_LANGUAGES = st.sampled_from(["JAVA", "GO", "NOPE", 0, 9, 300, True, None, [1]])
+_JSON_TEXT = st.sampled_from(["r", "", 5, True, None, 1.5, {"x": 1}])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "code": _JSON_INTS,
+            "flag": _JSON_INTS,
+            "opaque": _JSON_INTS,
+            "version": _JSON_INTS,
+            "language": _JSON_LANGUAGES,
+            "remark": _JSON_TEXT,
+            "extFields": st.none()
+            | st.sampled_from([[], "x"])
+            | st.dictionaries(st.sampled_from(["a", "b", "c"]), _JSON_TEXT, max_size=3),
+        },
+    )
+)
+def test_json_fast_path_agrees_with_the_liberal_reading(header: dict[str, object]) -> None:
+    """Headers as Java writes them take a fast path; anything else must read exactly as before."""
+    raw = orjson.dumps(header)
+    frame = struct.pack(">I", len(raw)) + raw
+    try:
+        expected = _decode_json(orjson.loads(raw), None)
+    except FrameError:
+        with pytest.raises(FrameError):
+            decode_command(frame)
+        return
+    cmd = decode_command(frame)
+    assert cmd == expected
+    assert type(cmd.language) is type(expected.language) and type(cmd.code) is type(expected.code)
+    assert list((cmd.ext_fields or {}).items()) == list((expected.ext_fields or {}).items())
 
 
 # --- round trips and agreement with the construct spec ----------------------------------------------
