@@ -5,6 +5,12 @@ the hot path and for the construct declarations (``rmqtwin.codec.layouts``) side
 ratio. The construct column for JSON headers is construct's frame plus the stdlib json module (construct
 has no JSON), which is the obvious straightforward implementation.
 
+Header rows also show a fixed reference operation timed in the same rounds, and the hot path's cost as a
+multiple of it: ``orjson.loads`` of the same JSON header bytes for JSON rows, ``struct.unpack_from`` of the
+fixed 21-byte part for binary rows. On a shared, loaded machine the µs figures drift from run to run; the
+multiples barely move, so compare those. Operations are timed in interleaved rounds (each round times
+every operation once) and the best round counts, so a burst of load hits all of them alike.
+
 Targets: JSON header decode <= 3 µs, binary header decode <= 2 µs, pull bodies >= 100 MB/s.
 """
 
@@ -12,11 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import struct
 import sys
 import timeit
 from collections.abc import Callable
 from functools import partial
 from typing import Any
+
+import orjson
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode, SerializeType
 from rmqtwin.codec.command import (
@@ -60,6 +69,16 @@ SEND_RESPONSE_EXT = {
 def _best_us(fn: Callable[[], Any], number: int, repeat: int) -> float:
     """Best of many short batches: robust against other processes sharing the CPU."""
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+
+
+def _interleaved_best_us(fns: dict[str, tuple[Callable[[], Any], int]], rounds: int) -> dict[str, float]:
+    """Best batch of each operation (``fn, number``) over ``rounds`` rounds that each time every one once."""
+    timers = {name: (timeit.Timer(fn), number) for name, (fn, number) in fns.items()}
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, (timer, number) in timers.items():
+            best[name] = min(best[name], timer.timeit(number) / number)
+    return {name: t * 1e6 for name, t in best.items()}
 
 
 # --- construct path ---------------------------------------------------------------------------------
@@ -118,20 +137,15 @@ def _row(name: str, hot_us: float, con_us: float | None, size: int | None = None
     print(f"{name:<46}{hot_us:10.2f}{con}{ratio}{rate}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
-    args = parser.parse_args(argv)
-    number, repeat = (100, 5) if args.quick else (200, 100)
-    slow_number = max(number // 20, 5)
+_FIXED_PART = struct.Struct(">hBhiiii")  # code, language, version, opaque, flag, remark len, map len
 
-    print(f"python {sys.version.split()[0]}; best of {repeat} batches; µs per operation")
-    print(f"{'operation':<46}{'hot µs':>10}{'constr. µs':>11}{'ratio':>8}")
-    # machine speed reference: about 0.6 µs on an idle modern x86 core
-    _row("reference: sum(range(100))", _best_us(lambda: sum(range(100)), number, repeat), None)
 
+def _header_rows(number: int, rounds: int) -> None:
+    """Header decode and encode: hot path, the same-round reference and construct, per command."""
     request = create_request(RequestCode.SEND_MESSAGE_V2, dict(SEND_V2_EXT), b"x" * 256, opaque=12345)
     response = create_response(request, ResponseCode.SUCCESS, ext_fields=dict(SEND_RESPONSE_EXT))
+    slow_number = max(number // 20, 5)
+    print(f"{'header operation':<46}{'hot µs':>10}{'ref µs':>9}{'hot/ref':>9}{'constr. µs':>12}{'ratio':>8}")
     for label, st in (("JSON", SerializeType.JSON), ("binary", SerializeType.ROCKETMQ)):
         request.serialize_type = st
         response.serialize_type = st
@@ -139,16 +153,44 @@ def main(argv: list[str] | None = None) -> int:
             raw = encode_command(cmd)
             frame = raw[4:]
             assert decode_command(frame) == cmd
-            _row(
-                f"decode {what} ({label})",
-                _best_us(partial(decode_command, frame), number, repeat),
-                _best_us(partial(construct_decode, raw), slow_number, repeat),
+            header = frame[4 : len(frame) - len(cmd.body or b"")]
+            if st == SerializeType.JSON:
+                reference: Callable[[], Any] = partial(orjson.loads, header)
+            else:
+                reference = partial(_FIXED_PART.unpack_from, header)
+            t = _interleaved_best_us(
+                {
+                    "ref": (reference, number),
+                    "decode": (partial(decode_command, frame), number),
+                    "encode": (partial(encode_command, cmd), number),
+                    "construct decode": (partial(construct_decode, raw), slow_number),
+                    "construct encode": (partial(construct_encode, cmd), slow_number),
+                },
+                rounds,
             )
-            _row(
-                f"encode {what} ({label})",
-                _best_us(partial(encode_command, cmd), number, repeat),
-                _best_us(partial(construct_encode, cmd), slow_number, repeat),
-            )
+            for op in ("decode", "encode"):
+                hot, con = t[op], t[f"construct {op}"]
+                print(
+                    f"{f'{op} {what} ({label})':<46}{hot:10.2f}{t['ref']:9.2f}{hot / t['ref']:8.1f}x"
+                    f"{con:12.2f}{con / hot:7.1f}x"
+                )
+    ref_names = "orjson.loads(header) for JSON, struct.unpack_from(fixed 21 bytes) for binary"
+    print(f"  ref = {ref_names}; ratio = construct / hot")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
+    args = parser.parse_args(argv)
+    number, repeat = (100, 5) if args.quick else (200, 100)
+
+    print(f"python {sys.version.split()[0]}; best of {repeat} batches; µs per operation")
+    # machine speed reference: about 0.6 µs on an idle modern x86 core
+    print(f"machine reference: sum(range(100)) {_best_us(lambda: sum(range(100)), number, repeat):.2f} µs")
+    _header_rows(number, repeat)
+    print()
+    print(f"{'operation':<46}{'hot µs':>10}{'constr. µs':>11}{'ratio':>8}")
+    request = create_request(RequestCode.SEND_MESSAGE_V2, dict(SEND_V2_EXT), b"x" * 256, opaque=12345)
 
     # splitting a stream of such frames (64 KiB reads)
     request.serialize_type = SerializeType.JSON
