@@ -38,6 +38,10 @@ __all__ = [
     "CaptureWriter",
     "Endpoint",
     "Record",
+    "event_record",
+    "frame_record",
+    "pack_frame_record",
+    "pack_record",
     "read_records",
     "segment_paths",
 ]
@@ -52,6 +56,7 @@ _FILE_HEADER = struct.Struct("<8sHHIQI")
 # Record: u32 length of what follows the length word, then this fixed part, then `data_len` bytes.
 _RECORD = struct.Struct("<BBBBQQQ16sH16sHiiiI")
 _LEN = struct.Struct("<I")
+_LEN_RECORD = struct.Struct("<I" + _RECORD.format.lstrip("<"))
 
 REC_FRAME = 1
 """One remoting frame (or an unframed chunk, with FLAG_RAW), exactly as it crossed the wire."""
@@ -246,16 +251,20 @@ class CaptureWriter:
     def write(self, rec: Record) -> None:
         self.write_packed(pack_record(rec))
 
-    def write_packed(self, packed: bytes) -> None:
-        """Append one record made by :func:`pack_record`; rotates first when the segment is full."""
+    def write_packed(self, packed: bytes, data: bytes = b"") -> None:
+        """Append one record made by :func:`pack_record` (or the two parts of
+        :func:`pack_frame_record`); rotates first when the segment is full."""
         if self._file is None:
             raise ValueError("capture writer is closed")
         if self._size >= self.rotate_bytes:
             self._open_next()
             assert self._file is not None
         self._file.write(packed)
-        self._size += len(packed)
-        self.bytes_written += len(packed)
+        if data:
+            self._file.write(data)
+        size = len(packed) + len(data)
+        self._size += size
+        self.bytes_written += size
         self.records_written += 1
 
     def flush(self) -> None:
@@ -366,6 +375,19 @@ def read_records(path: str | os.PathLike[str]) -> Iterator[Record]:
         yield from CaptureReader(seg)
 
 
+def _frame_fields(frame: bytes, flags: int, redact: bool) -> tuple[bytes, int, int, int, int, int]:
+    """(frame as recorded, flags, serialize type, code, opaque, rpc flag) for a FRAME record."""
+    peek = None if flags & FLAG_RAW else peek_summary(frame)
+    if peek is None:
+        return frame, flags, 255, -1, -1, -1
+    if redact:
+        masked = mask_credentials(frame)
+        if masked is not None:
+            frame = masked
+            flags |= FLAG_REDACTED
+    return frame, flags | FLAG_DECODED, peek[0], peek[1], peek[2], peek[3]
+
+
 def frame_record(
     *,
     direction: int,
@@ -379,31 +401,56 @@ def frame_record(
     redact: bool = True,
 ) -> Record:
     """A REC_FRAME record for ``frame``, with its header peeked and credentials masked (``redact``)."""
-    peek = None if flags & FLAG_RAW else peek_summary(frame)
-    if peek is None:
-        return Record(
-            REC_FRAME, direction, flags, 255, mono_ns, wall_ns, conn_id, client, server, -1, -1, -1, frame
-        )
-    if redact:
-        masked = mask_credentials(frame)
-        if masked is not None:
-            frame = masked
-            flags |= FLAG_REDACTED
+    data, flags, ser, code, opaque, rpc_flag = _frame_fields(frame, flags, redact)
     return Record(
         REC_FRAME,
         direction,
-        flags | FLAG_DECODED,
-        peek[0],
+        flags,
+        ser,
         mono_ns,
         wall_ns,
         conn_id,
         client,
         server,
-        peek[1],
-        peek[2],
-        peek[3],
-        frame,
+        code,
+        opaque,
+        rpc_flag,
+        data,
     )
+
+
+def pack_frame_record(  # noqa: PLR0917 - the recorder's hot path, positional on purpose
+    direction: int,
+    mono_ns: int,
+    wall_ns: int,
+    conn_id: int,
+    client: Endpoint,
+    server: Endpoint,
+    frame: bytes,
+    flags: int = 0,
+    redact: bool = True,
+) -> tuple[bytes, bytes]:
+    """What ``pack_record(frame_record(...))`` gives, as (record head, data), without the Record."""
+    data, flags, ser, code, opaque, rpc_flag = _frame_fields(frame, flags, redact)
+    head = _LEN_RECORD.pack(
+        _RECORD.size + len(data),
+        REC_FRAME,
+        direction,
+        flags,
+        ser,
+        mono_ns,
+        wall_ns,
+        conn_id,
+        client.packed(),
+        client.port,
+        server.packed(),
+        server.port,
+        code,
+        opaque,
+        rpc_flag,
+        len(data),
+    )
+    return head, data
 
 
 def event_record(

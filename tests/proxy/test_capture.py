@@ -131,9 +131,9 @@ def test_recorder_backpressure_pauses_then_resumes_without_losing_records(tmp_pa
     gate = threading.Event()
     real_write = writer.write_packed
 
-    def slow_write(packed: bytes) -> None:
+    def slow_write(packed: bytes, data: bytes = b"") -> None:
         gate.wait()
-        real_write(packed)
+        real_write(packed, data)
 
     writer.write_packed = slow_write  # type: ignore[method-assign]
     in_reactor: list[object] = []
@@ -153,6 +153,7 @@ def test_recorder_backpressure_pauses_then_resumes_without_losing_records(tmp_pa
         threading.Event().wait(0.01)
     assert events == [True, False]
     recorder.close()
+    assert recorder.error is None
     assert [r.opaque for r in read_records(path)] == list(range(20))
 
 
