@@ -14,6 +14,9 @@ Encoding reproduces Java's bytes exactly:
 
 Decoding is liberal the way fastjson is (missing keys take defaults, language by name or ordinal, numbers
 given as strings) and raises :class:`~rmqtwin.codec.errors.FrameError` for anything it cannot read.
+Headers shaped the way Java writes them take fast paths (a JSON header with every field present and
+typed as fastjson writes it; a binary map that is pure ASCII with no empty key or value) and everything
+else the general readers, which give the same result (tests check that they agree).
 """
 
 from __future__ import annotations
