@@ -27,6 +27,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,14 +163,61 @@ def _parse_line(line: str) -> Event | None:
     return value if isinstance(value, dict) and "event" in value else None
 
 
+class ClassDataArchive:
+    """A dynamic AppCDS archive per client line and main class, made by the first run.
+
+    The drivers are short JVMs that mostly load classes (Netty, fastjson, the client); with the
+    archive a run starts markedly quicker. The first run of a main class dumps its classes at exit
+    into a temporary file, renamed into place afterwards so parallel first runs never see half an
+    archive. The name carries the driver jar's size and mtime, so a rebuild makes a new archive
+    instead of the JVM rejecting the old one. CDS messages go to stderr, never into the events.
+    """
+
+    def __init__(self, target: Path, jar: Path, main_class: str) -> None:
+        try:
+            stat = jar.stat()
+            key = f"{stat.st_size:x}-{stat.st_mtime_ns:x}"
+        except OSError:
+            key = "nojar"
+        self.path = target / "cds" / f"{main_class.rsplit('.', 1)[-1]}-{key}.jsa"
+        self.pending: Path | None = None
+
+    def jvm_options(self) -> list[str]:
+        quiet = ["-Xlog:disable", "-Xlog:all=warning,cds*=off:stderr"]
+        if self.path.exists():
+            return [f"-XX:SharedArchiveFile={self.path}", *quiet]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.pending = self.path.with_name(f"{self.path.stem}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        return [f"-XX:ArchiveClassesAtExit={self.pending}", *quiet]
+
+    def publish(self) -> None:
+        """After the JVM exited: move a freshly dumped archive into place (first one wins)."""
+        if self.pending is None:
+            return
+        with contextlib.suppress(OSError):
+            if self.pending.exists() and self.pending.stat().st_size > 0 and not self.path.exists():
+                os.replace(self.pending, self.path)
+        with contextlib.suppress(OSError):
+            self.pending.unlink(missing_ok=True)
+        self.pending = None
+
+
 class DriverProcess:
     """A driver JVM running in the background; events are collected as they are printed."""
 
-    def __init__(self, driver: str, process: subprocess.Popen[str], home: Path, cleanup: bool) -> None:
+    def __init__(
+        self,
+        driver: str,
+        process: subprocess.Popen[str],
+        home: Path,
+        cleanup: bool,
+        archive: ClassDataArchive | None = None,
+    ) -> None:
         self.driver = driver
         self.process = process
         self.home = home
         self._cleanup = cleanup
+        self._archive = archive
         self.events: list[Event] = []
         self.other_stdout: list[str] = []
         self._cond = threading.Condition()
@@ -226,6 +274,8 @@ class DriverProcess:
             rc = self.process.wait(timeout=10)
         self._reader.join(timeout=10)
         self._err_reader.join(timeout=10)
+        if self._archive is not None:
+            self._archive.publish()
         if self._cleanup:
             shutil.rmtree(self.home, ignore_errors=True)
         return DriverResult(
@@ -259,7 +309,14 @@ class JavaClient:
             [str(target / f"drivers-client-{self.version.line}-1.0.0.jar"), f"{target}/lib/*"]
         )
 
-    def _command(self, main_class: str, args: Sequence[str], home: Path, *, quick: bool) -> list[str]:
+    def archive(self, main_class: str) -> ClassDataArchive:
+        build_drivers()
+        target = module_dir(self.version) / "target"
+        return ClassDataArchive(target, target / f"drivers-client-{self.version.line}-1.0.0.jar", main_class)
+
+    def _command(
+        self, main_class: str, args: Sequence[str], home: Path, *, quick: bool, archive: ClassDataArchive
+    ) -> list[str]:
         from rmqtwin.conformance.launcher import java_executable
 
         java = java_executable()
@@ -272,8 +329,11 @@ class JavaClient:
             "-XX:+UseSerialGC",
             # Short drivers spend most of their life starting up; C1 only is quicker for them.
             *(["-XX:TieredStopAtLevel=1"] if quick else []),
+            *archive.jvm_options(),
             *JAVA17_OPENS,
             *jvm_home_options(home),
+            # Logback would default to DEBUG on stdout, where the events go.
+            f"-Dlogback.configurationFile={home / 'conf' / 'logback_tools.xml'}",
             "-cp",
             self.classpath,
             main_class,
@@ -281,14 +341,14 @@ class JavaClient:
         ]
 
     def _popen(
-        self, main_class: str, args: Sequence[str], *, quick: bool
+        self, main_class: str, args: Sequence[str], *, quick: bool, archive: ClassDataArchive
     ) -> tuple[subprocess.Popen[str], Path]:
         home = prepare_home(Path(tempfile.mkdtemp(prefix="rmqtwin-java-")))
         env = _java_env()
         env["ROCKETMQ_HOME"] = str(home)
         env.pop("NAMESRV_ADDR", None)
         process = subprocess.Popen(
-            self._command(main_class, args, home, quick=quick),
+            self._command(main_class, args, home, quick=quick, archive=archive),
             cwd=home,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -303,10 +363,14 @@ class JavaClient:
     def start(self, driver: str, spec: dict[str, Any]) -> DriverProcess:
         """Start a driver in the background with a spec (see the Java class for its keys)."""
         main_class = DRIVER_CLASSES[driver]
+        archive = self.archive(main_class)
         process, home = self._popen(
-            main_class, [json.dumps(spec, separators=(",", ":"))], quick=driver != "benchmark_producer"
+            main_class,
+            [json.dumps(spec, separators=(",", ":"))],
+            quick=driver != "benchmark_producer",
+            archive=archive,
         )
-        return DriverProcess(driver, process, home, cleanup=not self.keep_homes)
+        return DriverProcess(driver, process, home, cleanup=not self.keep_homes, archive=archive)
 
     def run(self, driver: str, spec: dict[str, Any], timeout: float | None = None) -> DriverResult:
         if timeout is None:
@@ -339,13 +403,15 @@ class JavaClient:
     def mqadmin(self, namesrv: str | None, *args: str, timeout: float = 120.0) -> MQAdminResult:
         """Run ``mqadmin <args> -n <namesrv>`` in its own JVM (MQAdminStartup may System.exit)."""
         argv = [*args, *(["-n", namesrv] if namesrv else [])]
-        process, home = self._popen(MQADMIN_CLASS, argv, quick=True)
+        archive = self.archive(MQADMIN_CLASS)
+        process, home = self._popen(MQADMIN_CLASS, argv, quick=True, archive=archive)
         try:
             stdout, stderr = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             process.kill()
             stdout, stderr = process.communicate()
         finally:
+            archive.publish()
             if not self.keep_homes:
                 with contextlib.suppress(OSError):
                     shutil.rmtree(home, ignore_errors=True)
