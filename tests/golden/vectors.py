@@ -195,6 +195,16 @@ def describe_command(cmd: RemotingCommand) -> dict[str, Any]:
     }
 
 
+def java_command(desc: Mapping[str, Any]) -> dict[str, Any]:
+    """Java's view of a command, comparable with :func:`describe_command`: a key Java decoded to null
+    (ROCKETMQ empty value, JSON ``null``) is the same as an absent key (``ext.get`` is None either way)."""
+    ext = desc["extFields"]
+    return {
+        **desc,
+        "extFields": None if ext is None else {k: v for k, v in sorted(ext.items()) if v is not None},
+    }
+
+
 def header_class(name: str) -> type[headers.CommandCustomHeader]:
     cls = getattr(headers, name, None)
     if not (isinstance(cls, type) and issubclass(cls, headers.CommandCustomHeader)):
@@ -670,6 +680,21 @@ ODD_FRAMES: dict[str, str] = {
         (12).to_bytes(4, "big") + (100).to_bytes(4, "big") + b'{"code":1}'[:8]
     ).hex(),
     "unknown_serialize_type": _json_frame(b'{"code":105,"opaque":1}', serialize_type=2),
+    "json_pretty_unsorted": _json_frame(
+        b'{\n  "version" : 409,\n  "opaque" : 11,\n  "extFields" : { "topic" : "T" },\n  "code" : 105\n}'
+    ),
+    "json_explicit_nulls": _json_frame(b'{"code":105,"opaque":12,"remark":null,"extFields":null}'),
+    "json_ext_value_null": _json_frame(b'{"code":105,"opaque":13,"extFields":{"topic":"T","bname":null}}'),
+    "json_ext_value_bool": _json_frame(
+        b'{"code":105,"opaque":14,"extFields":{"acceptStandardJsonOnly":true}}'
+    ),
+    "json_duplicate_key": _json_frame(b'{"code":105,"opaque":15,"opaque":16}'),
+    "json_escaped_unicode": _json_frame(
+        b'{"code":1,"flag":1,"opaque":17,"remark":"\\u00e9\\ud83d\\ude80\\n"}'
+    ),
+    "json_code_as_float": _json_frame(b'{"code":105.0,"opaque":18}'),
+    "json_trailing_garbage": _json_frame(b'{"code":105,"opaque":19} x'),
+    "json_empty_header": _json_frame(b""),
     "binary_ok_with_body": _json_frame(_binary_header(105, _entry(b"topic", b"T")), b"BODY", 1),
     "binary_ext_length_past_header": _json_frame(
         _binary_header(105, _entry(b"topic", b"T"), ext_len=400), b"", 1
