@@ -203,6 +203,11 @@ class ProxiedConnection(Protocol):
         self.proxy.connections.add(self)
         self._connect_next()
 
+    @property
+    def _target(self) -> Upstream:
+        """The upstream of the latest connect attempt (namesrv connections fail over in order)."""
+        return self.targets[(self._attempt - 1) % len(self.targets)]
+
     def _connect_next(self) -> None:
         target = self.targets[self._attempt % len(self.targets)]
         self._attempt += 1
@@ -257,7 +262,7 @@ class ProxiedConnection(Protocol):
                 self.conn_id,
                 self.client,
                 self.server,
-                {"kind": self.kind, "listener": self.listener, "upstream": str(self.targets[0])},
+                {"kind": self.kind, "listener": self.listener, "upstream": str(self._target)},
             )
             if self.proxy.recorder.behind:
                 self.gate.pause("recorder")

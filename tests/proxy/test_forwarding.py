@@ -248,3 +248,13 @@ def test_credentials_are_forwarded_intact_and_recorded_masked(tmp_path: Path) ->
     [rec] = [r for r in read_records(tmp_path / "c.rmqcap") if r.type == REC_FRAME]
     assert rec.flags & FLAG_REDACTED and len(rec.data) == len(signed)
     assert b"rocketmq2" not in rec.data and b"Zm9vYmFy" not in rec.data and b'"topic":"T"' in rec.data
+
+
+def test_open_record_names_the_namesrv_actually_reached_after_failover(tmp_path: Path) -> None:
+    reactor, proxy = make_proxy(tmp_path, upstreams="10.0.0.1:9876,10.0.0.2:9876")
+    accept(reactor.tcpServers[0][1])
+    reactor.tcpClients[0][2].clientConnectionFailed(None, Failure(ConnectionRefusedError()))
+    connect_upstream(reactor, 1)
+    proxy.recorder.close()  # type: ignore[union-attr]
+    [opened] = [r for r in read_records(tmp_path / "c.rmqcap") if r.type == REC_OPEN]
+    assert opened.meta()["upstream"] == "10.0.0.2:9876" and opened.meta()["kind"] == "namesrv"
