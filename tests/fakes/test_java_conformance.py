@@ -127,6 +127,8 @@ def test_send_modes_consume_pull_and_query(target: Target, unique_name: Callable
             assert "CLUSTER" not in props
         else:
             assert props["CLUSTER"] == "rmqtwin"
+        if not event["body"].startswith("batch"):
+            # 4.9 leaves WAIT out of a stored message; 5.5.0 keeps it and adds MSG_REGION.
             assert ("MSG_REGION" in props) == five and ("WAIT" in props) == five
         assert event["storeHost"].endswith(":" + target.broker_addr.rpartition(":")[2])
         assert event["tags"] == "TagA" and event["reconsumeTimes"] == 0
@@ -137,7 +139,8 @@ def test_send_modes_consume_pull_and_query(target: Target, unique_name: Callable
     probe = next(e for e in sent if e["mode"] == "sync")
     by_key = target.mqadmin("queryMsgByKey", "-t", topic, "-k", "K-sync-0").check()
     assert probe["msgId"] in by_key.stdout
-    by_id = target.mqadmin("queryMsgById", "-i", probe["offsetMsgId"]).check()
+    topic_option = ["-t", topic] if target.name.endswith("5") else []  # 5.5.0's tool requires -t
+    by_id = target.mqadmin("queryMsgById", "-i", probe["offsetMsgId"], *topic_option).check()
     assert re.search(r"Topic:\s+" + re.escape(topic), by_id.stdout)
     assert re.search(r"Keys:\s+\[K-sync-0\]", by_id.stdout)
 
@@ -147,7 +150,10 @@ def test_offsets_persist_across_a_consumer_restart(target: Target, unique_name: 
     target.create_topic(topic)
     first = [{"body": f"first-{i}"} for i in range(4)]
     target.client.producer(target.namesrv_addr, topic, mode="sync", messages=first, timeoutMs=30000).check()
-    got = target.client.push_consumer(target.namesrv_addr, topic, group=group, expect=4, timeoutMs=60000)
+    # Settle past the client's 5-second offset persist: the shutdown persist alone is a oneway race.
+    got = target.client.push_consumer(
+        target.namesrv_addr, topic, group=group, expect=4, timeoutMs=60000, settleMs=6000
+    )
     assert {e["body"] for e in got.received} == {m["body"] for m in first}
     second = [{"body": f"second-{i}"} for i in range(3)]
     target.client.producer(target.namesrv_addr, topic, mode="sync", messages=second, timeoutMs=30000).check()
