@@ -176,6 +176,14 @@ def unhex(text: str | None) -> bytes | None:
 # ----------------------------------------------------------------------------------------------- commands
 
 
+def _language_name(language: int) -> str | int:
+    """The LanguageCode name Java writes; a code LanguageCode does not know stays a number."""
+    try:
+        return LanguageCode(language).name
+    except ValueError:
+        return language
+
+
 def describe_command(cmd: RemotingCommand) -> dict[str, Any]:
     """The Python command in the shape of Java's ``Describe.command``.
 
@@ -184,7 +192,7 @@ def describe_command(cmd: RemotingCommand) -> dict[str, Any]:
     """
     return {
         "code": int(cmd.code),
-        "language": LanguageCode(cmd.language).name,
+        "language": _language_name(cmd.language),
         "version": cmd.version,
         "opaque": cmd.opaque,
         "flag": cmd.flag,
@@ -696,6 +704,15 @@ ODD_FRAMES: dict[str, str] = {
     "json_trailing_garbage": _json_frame(b'{"code":105,"opaque":19} x'),
     "json_empty_header": _json_frame(b""),
     "binary_ok_with_body": _json_frame(_binary_header(105, _entry(b"topic", b"T")), b"BODY", 1),
+    "binary_empty_remark_and_value": _json_frame(_binary_header(105, _entry(b"topic", b"")), b"", 1),
+    "binary_zero_length_key": _json_frame(
+        _binary_header(105, _entry(b"", b"v") + _entry(b"k", b"w")), b"", 1
+    ),
+    "binary_code_all_ones": _json_frame(_binary_header(0xFFFF, b""), b"", 1),
+    "binary_unknown_language": _json_frame(
+        _binary_header(105, b"")[:2] + bytes([99]) + _binary_header(105, b"")[3:], b"", 1
+    ),
+    "binary_ext_length_negative": _json_frame(_binary_header(105, b"", ext_len=-4), b"", 1),
     "binary_ext_length_past_header": _json_frame(
         _binary_header(105, _entry(b"topic", b"T"), ext_len=400), b"", 1
     ),

@@ -46,10 +46,24 @@ final class Describe {
         d.put("opaque", cmd.getOpaque());
         d.put("flag", cmd.getFlag());
         d.put("remark", cmd.getRemark());
-        d.put("extFields", cmd.getExtFields() == null ? null : new LinkedHashMap<>(cmd.getExtFields()));
+        d.put("extFields", cmd.getExtFields() == null ? null : extFields(cmd.getExtFields()));
         d.put("body", hex(cmd.getBody()));
         d.put("serializeType", cmd.getSerializeTypeCurrentRPC().name());
         return d;
+    }
+
+    /**
+     * The ext map in Java's order. A null key (ROCKETMQ zero-length key) cannot be reached through
+     * getExtFields().get(name), so it is left out (fastjson would write it as a bare, invalid null key).
+     */
+    static Map<String, String> extFields(Map<String, String> ext) {
+        Map<String, String> out = new LinkedHashMap<>();
+        for (Map.Entry<String, String> e : ext.entrySet()) {
+            if (e.getKey() != null) {
+                out.put(e.getKey(), e.getValue());
+            }
+        }
+        return out;
     }
 
     /** Every non-static, non-null field of a custom header and its superclasses, typed. */
