@@ -214,7 +214,9 @@ def test_transaction_check_back_flows_back_on_the_producer_connection(
     result = line.client.producer(
         line.proxy.namesrv, topic, mode="transaction", messages=messages, expectChecks=2, timeoutMs=60_000
     ).check()
-    checks = result.of("check")
+    # Checks of this producer's own half messages are answered COMMIT; a check the listener cannot
+    # place (index None: the 5.x broker re-checking a half message it re-wrote) is answered UNKNOW.
+    checks = [c for c in result.of("check") if c.get("index") is not None]
     assert len(checks) >= 2 and {c["answer"] for c in checks} == {"COMMIT_MESSAGE"}
     got = line.client.push_consumer(
         line.proxy.namesrv, topic, group=unique("gt"), expect=2, timeoutMs=60_000
@@ -244,24 +246,25 @@ def test_transaction_check_back_flows_back_on_the_producer_connection(
 
 
 def mqadmin_patiently(client: Any, ns: str, *args: str) -> Any:
-    """mqadmin with one retry when its 3 s call timeout expired (a loaded 2-core machine), nothing else."""
+    """mqadmin with one retry when its 3 s call timed out (on a loaded 2-core machine a fresh mqadmin JVM
+    can take longer than that to put its first request on the wire), nothing else."""
     result = client.mqadmin(ns, *args)
-    if not result.ok and "RemotingTimeoutException" in result.stdout + result.stderr:
+    if not result.ok and "RemotingTimeoutException" in result.stdout + result.stderr:  # also "caused by"
         result = client.mqadmin(ns, *args)
     return result.check()
 
 
 def test_mqadmin_through_proxy_sees_the_proxy_addresses(line: Line) -> None:
     ns = line.proxy.namesrv
-    cluster = line.client.mqadmin(ns, "clusterList").check().stdout
+    cluster = mqadmin_patiently(line.client, ns, "clusterList").stdout
     broker_port = line.rmq.broker_addr.rsplit(":", 1)[1]
     proxy_addrs = re.findall(r"127\.0\.0\.1:\d+", cluster)
     assert proxy_addrs and all(not a.endswith(f":{broker_port}") for a in proxy_addrs), cluster
     assert "broker-a" in cluster
     topic = unique("TopicA")
-    line.client.mqadmin(ns, "updateTopic", "-c", "rmqtwin", "-t", topic).check()
-    assert topic in line.client.mqadmin(ns, "topicList").check().stdout
-    route = line.client.mqadmin(ns, "topicRoute", "-t", topic).check().stdout
+    mqadmin_patiently(line.client, ns, "updateTopic", "-c", "rmqtwin", "-t", topic)
+    assert topic in mqadmin_patiently(line.client, ns, "topicList").stdout
+    route = mqadmin_patiently(line.client, ns, "topicRoute", "-t", topic).stdout
     assert proxy_addrs[0] in route and f":{broker_port}" not in route
     status = mqadmin_patiently(line.client, ns, "brokerStatus", "-b", proxy_addrs[0]).stdout
     assert "brokerVersionDesc" in status
