@@ -107,6 +107,10 @@ class RemotingProtocol(Protocol):
     # -- Protocol ------------------------------------------------------------------------------
     def connectionMade(self) -> None:
         self.connected_flag = True
+        # Netty channels run with TCP_NODELAY; without it Nagle holds back back-to-back responses.
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:
+            set_no_delay(True)
         peer = self.transport.getPeer() if self.transport is not None else None
         host = self.transport.getHost() if self.transport is not None else None
         self._remote = _addr(peer)
