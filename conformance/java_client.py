@@ -57,15 +57,17 @@ DRIVER_CLASSES = {
     "benchmark_producer": "rmqtwin.conformance.BenchmarkProducer",
 }
 MQADMIN_CLASS = "org.apache.rocketmq.tools.command.MQAdminStartup"
+TRANSPORT_FAILURES = ("RemotingTimeoutException", "RemotingSendRequestException", "RemotingConnectException")
 
 
-def module_dir(version: str | RocketMQVersion) -> Path:
-    return JAVA_PROJECT_DIR / f"client-{resolve_version(version).line}"
+def target_dir(version: str | RocketMQVersion) -> Path:
+    """Build output of one client line: the drivers jar, lib/ (its classpath) and cds/."""
+    return JAVA_PROJECT_DIR / "target" / f"client-{resolve_version(version).line}"
 
 
 def build_drivers(force: bool = False) -> None:
     """Run the one Maven build of conformance/java (both client lines) if its jars are missing."""
-    jars = [module_dir(v) / "target" / f"drivers-client-{v}-1.0.0.jar" for v in ("4.9", "5")]
+    jars = [target_dir(v) / f"drivers-client-{v}-1.0.0.jar" for v in ("4.9", "5")]
     if not force and all(jar.exists() for jar in jars):
         return
     mvn = maven_executable()
@@ -140,6 +142,7 @@ class MQAdminResult:
     returncode: int
     stdout: str
     stderr: str
+    attempts: int = 1
 
     @property
     def ok(self) -> bool:
@@ -304,14 +307,14 @@ class JavaClient:
     @property
     def classpath(self) -> str:
         build_drivers()
-        target = module_dir(self.version) / "target"
+        target = target_dir(self.version)
         return os.pathsep.join(
             [str(target / f"drivers-client-{self.version.line}-1.0.0.jar"), f"{target}/lib/*"]
         )
 
     def archive(self, main_class: str) -> ClassDataArchive:
         build_drivers()
-        target = module_dir(self.version) / "target"
+        target = target_dir(self.version)
         return ClassDataArchive(target, target / f"drivers-client-{self.version.line}-1.0.0.jar", main_class)
 
     def _command(
@@ -375,7 +378,7 @@ class JavaClient:
     def run(self, driver: str, spec: dict[str, Any], timeout: float | None = None) -> DriverResult:
         if timeout is None:
             timeout = (
-                float(spec.get("timeoutMs", 30_000)) / 1000 + float(spec.get("durationMs", 0)) / 1000 + 90
+                float(spec.get("timeoutMs", 90_000)) / 1000 + float(spec.get("durationMs", 0)) / 1000 + 90
             )
         return self.start(driver, spec).result(timeout)
 
@@ -400,9 +403,24 @@ class JavaClient:
         """Load for ``durationMs`` with ``threads`` senders; the summary has tps and latencies."""
         return self.run("benchmark_producer", {"namesrv": namesrv, "topic": topic, **spec})
 
-    def mqadmin(self, namesrv: str | None, *args: str, timeout: float = 120.0) -> MQAdminResult:
-        """Run ``mqadmin <args> -n <namesrv>`` in its own JVM (MQAdminStartup may System.exit)."""
+    def mqadmin(
+        self, namesrv: str | None, *args: str, timeout: float = 120.0, attempts: int = 2
+    ) -> MQAdminResult:
+        """Run ``mqadmin <args> -n <namesrv>`` in its own JVM (MQAdminStartup may System.exit).
+
+        A run that failed in the transport (a request not written, no answer in time: seen on a
+        heavily loaded machine) is run again, up to ``attempts`` runs; a server's answer, error or
+        not, is returned as it is. ``MQAdminResult.attempts`` says how many runs it took.
+        """
         argv = [*args, *(["-n", namesrv] if namesrv else [])]
+        for attempt in range(1, attempts + 1):
+            result = self._mqadmin_once(argv, timeout)
+            result.attempts = attempt
+            if result.ok or not any(name in result.stderr for name in TRANSPORT_FAILURES):
+                break
+        return result
+
+    def _mqadmin_once(self, argv: list[str], timeout: float) -> MQAdminResult:
         archive = self.archive(MQADMIN_CLASS)
         process, home = self._popen(MQADMIN_CLASS, argv, quick=True, archive=archive)
         try:

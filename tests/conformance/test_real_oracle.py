@@ -49,7 +49,7 @@ def test_every_send_mode_is_stored_and_consumed(
     assert len({e["queueId"] for e in batch.sent}) == 1
 
     sent = {e["msgId"]: e for e in single.sent + batch.sent}
-    got = java_client.push_consumer(namesrv, topic, unique_name("G"), expect=13, timeoutMs=60_000).check()
+    got = java_client.push_consumer(namesrv, topic, unique_name("G"), expect=13, timeoutMs=90_000).check()
     assert not got.summary["timedOut"], got.summary
     received = {e["msgId"]: e for e in got.received}
     assert received.keys() == sent.keys()

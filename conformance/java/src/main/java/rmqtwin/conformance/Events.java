@@ -92,7 +92,7 @@ final class Events {
                 action.run();
                 return;
             } catch (Exception ex) {
-                if (attempt >= attempts) {
+                if (attempt >= attempts || !isTransportFailure(ex)) {
                     throw ex;
                 }
                 Map<String, Object> e = error(ex);
@@ -103,6 +103,21 @@ final class Events {
                 Thread.sleep(1000);
             }
         }
+    }
+
+    /**
+     * True when the failure is the transport's (a request that could not be written, a connect
+     * that failed, an answer that did not come in time), not an answer from a server.
+     */
+    static boolean isTransportFailure(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            String name = c.getClass().getSimpleName();
+            if (name.equals("RemotingSendRequestException") || name.equals("RemotingConnectException")
+                || name.equals("RemotingTimeoutException")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     static void emit(Map<String, Object> event) {

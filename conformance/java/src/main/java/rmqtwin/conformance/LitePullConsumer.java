@@ -88,7 +88,7 @@ public final class LitePullConsumer {
         Events.emit(started);
 
         long expect = Events.num(spec, "expect", 0);
-        long deadline = System.currentTimeMillis() + Events.num(spec, "timeoutMs", 30_000);
+        long deadline = System.currentTimeMillis() + Events.num(spec, "timeoutMs", 90_000);
         int received = 0;
         while ((expect <= 0 || received < expect) && System.currentTimeMillis() < deadline) {
             for (MessageExt m : consumer.poll(Math.max(10, Math.min(1000, deadline - System.currentTimeMillis())))) {

@@ -77,6 +77,19 @@ public final class Producer {
         started.put("clientVersion", Events.clientVersion());
         Events.emit(started);
 
+        // Resolve the route first, retrying only transport failures (a loaded machine), so the
+        // sends below meet the broker's answers rather than a lost name server round trip. A
+        // topic that does not exist yet is fine: the first send creates it.
+        DefaultMQProducer routed = producer;
+        Events.retrying("route", (int) Events.num(spec, "startAttempts", 3), () -> {
+            try {
+                routed.fetchPublishMessageQueues(topic);
+            } catch (Exception ex) {
+                if (Events.isTransportFailure(ex)) {
+                    throw ex;
+                }
+            }
+        });
         CountDownLatch pending = new CountDownLatch(countAsync(mode, specs));
         try {
             switch (mode) {

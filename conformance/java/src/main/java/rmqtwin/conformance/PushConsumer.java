@@ -50,7 +50,7 @@ public final class PushConsumer {
         Events.emit(started);
 
         long expect = Events.num(spec, "expect", 0);
-        long timeoutMs = Events.num(spec, "timeoutMs", 30_000);
+        long timeoutMs = Events.num(spec, "timeoutMs", 90_000);
         long deadline = System.currentTimeMillis() + timeoutMs;
         while ((expect <= 0 || CONSUMED.size() < expect) && System.currentTimeMillis() < deadline) {
             Thread.sleep(20);
@@ -85,7 +85,7 @@ public final class PushConsumer {
                 return consumer;
             } catch (RuntimeException | org.apache.rocketmq.client.exception.MQClientException ex) {
                 consumer.shutdown();
-                if (attempt >= attempts) {
+                if (attempt >= attempts || !Events.isTransportFailure(ex)) {
                     throw ex;
                 }
                 Map<String, Object> e = Events.error(ex);
