@@ -1,4 +1,4 @@
-.PHONY: run test setup lint bench
+.PHONY: run test test-all setup
 
 # Set up and run rmqtwin on its embedded default (namesrv 9876, broker 10911, ./rmqtwin-store).
 run:
@@ -7,6 +7,10 @@ run:
 # Set up and pass the whole test suite (ruff, mypy, pytest).
 test:
 	bash scripts/test.sh
+
+# Everything, including the long scenario tests against real RocketMQ 4.9.7 and 5.5.0 (marker `slow`).
+test-all:
+	RMQTWIN_TEST_ALL=1 bash scripts/test.sh
 
 setup:
 	bash scripts/setup.sh

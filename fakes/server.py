@@ -9,7 +9,7 @@ broker, and the broker's client connection to a name server.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import Deferred
@@ -19,7 +19,12 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from rmqtwin.codec.codes import CURRENT_VERSION_4
-from rmqtwin.codec.connection import RemotingConnection, RequestReceived
+from rmqtwin.codec.connection import (
+    RemotingConnection,
+    RequestReceived,
+    ResponseReceived,
+    events_before_error,
+)
 from rmqtwin.codec.errors import CodecError
 
 if TYPE_CHECKING:
@@ -120,21 +125,27 @@ class RemotingProtocol(Protocol):
         try:
             events = self.conn.receive_data(data)
         except CodecError as exc:
+            # Frames that arrived whole before the broken one are served, as Netty would have.
+            self._dispatch(events_before_error(exc))
+            self._flush()
             log.warn("closing {peer}: undecodable frame ({error})", peer=self._remote, error=exc)
             if self.transport is not None:
                 self.transport.abortConnection()  # type: ignore[attr-defined]
             return
+        self._dispatch(events)
+        self._flush()
+
+    def _dispatch(self, events: Sequence[object]) -> None:
         for event in events:
             if isinstance(event, RequestReceived):
                 self._handle_request(event.command)
-            else:
+            elif isinstance(event, ResponseReceived):
                 waiting = self._waiting.pop(event.command.opaque, None)
                 if waiting is not None:
                     d, timer = waiting
                     if timer.active():
                         timer.cancel()
                     d.callback(event.command)
-        self._flush()
 
     def connectionLost(self, reason: Failure | None = None) -> None:
         self.connected_flag = False

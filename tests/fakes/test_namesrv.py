@@ -10,7 +10,8 @@ from twisted.internet.task import Clock
 
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
-from rmqtwin.codec.command import RemotingCommand
+from rmqtwin.codec.command import RemotingCommand, create_request, decode_command, encode_command
+from rmqtwin.codec.frame import FrameDecoder
 from rmqtwin.fakes.namesrv.controller import NamesrvController
 from tests.fakes.helpers import Peer
 
@@ -197,3 +198,16 @@ def test_broken_frame_closes_only_that_connection(namesrv: tuple[NamesrvControll
     assert bad.transport.disconnecting
     assert not good.transport.disconnecting
     assert good.call(RequestCode.GET_BROKER_CLUSTER_INFO).code == ResponseCode.SUCCESS
+
+
+def test_good_frames_before_a_broken_one_are_answered_then_the_connection_closes(
+    namesrv: tuple[NamesrvController, Clock],
+) -> None:
+    """One chunk: a whole request, then an oversize length word. The request is answered, then the close."""
+    controller, clock = namesrv
+    peer = Peer(controller.dispatcher, clock)
+    request = create_request(RequestCode.GET_BROKER_CLUSTER_INFO, None, None, opaque=7)
+    peer.proto.dataReceived(encode_command(request) + b"\x7f\xff\xff\xff")
+    answers = [decode_command(frame) for frame in FrameDecoder().feed(peer.transport.value())]
+    assert [(a.opaque, a.code, a.is_response) for a in answers] == [(7, ResponseCode.SUCCESS, True)]
+    assert peer.transport.disconnecting
