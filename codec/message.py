@@ -479,6 +479,8 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
         raise MessageIdError(f"offset msgId is not hex: {msg_id!r}") from None
     ip_len = 4 if len(raw) == 16 else 16
     port, offset = struct.unpack_from(">iq", raw, ip_len)
+    if not 0 <= port <= 0xFFFF:  # InetSocketAddress refuses it: "port out of range"
+        raise MessageIdError(f"offset msgId has port out of range: {port}: {msg_id!r}")
     return _host_from_bytes(raw[:ip_len]), port, offset
 
 

@@ -265,7 +265,9 @@ def test_offset_msg_id_round_trip(host: tuple[str, int], offset: int) -> None:
     assert decode_offset_msg_id(msg_id) == (host[0], host[1], offset)
 
 
-@pytest.mark.parametrize("bad", ["", "0A00", "Z" * 32, "0A00000500002A9F000000000000123"])
+@pytest.mark.parametrize(
+    "bad", ["", "0A00", "Z" * 32, "0A00000500002A9F000000000000123", "C0A80114FFFFFFFF0000000000000001"]
+)
 def test_bad_offset_msg_id(bad: str) -> None:
     with pytest.raises(MessageIdError) as info:
         decode_offset_msg_id(bad)

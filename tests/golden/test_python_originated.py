@@ -36,17 +36,11 @@ pytestmark = [pytest.mark.java, pytest.mark.timeout(900)]
 Golden = Callable[[str], GoldenLine]
 
 # Known differences, one case each ("test id" -> the exact difference); strict, so a fix fails loudly.
-_PORT = (
-    "decode_offset_msg_id('C0A80114FFFFFFFF0000000000000001') returns port -1; Java's "
-    "MessageDecoder.decodeMessageId throws IllegalArgumentException: port out of range:-1"
-)
 _JSON_LANGUAGE = (
     "Java decodes the unknown JSON language name 'KOTLIN' as null; decode_command gives LanguageCode.OTHER"
 )
 _BINARY_LANGUAGE = "Java decodes the unknown ROCKETMQ language byte 99 as null; decode_command keeps 99"
 XFAIL_ORIGINATED: dict[str, str] = {
-    "4-v4": _PORT,
-    "4-v5": _PORT,
     "json_unknown_language-v4": _JSON_LANGUAGE,
     "json_unknown_language-v5": _JSON_LANGUAGE,
     "binary_unknown_language-v4": _BINARY_LANGUAGE,
