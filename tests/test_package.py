@@ -43,3 +43,45 @@ def test_cli_help_and_version() -> None:
         [sys.executable, "-m", "rmqtwin", "--version"], capture_output=True, text=True, check=True
     )
     assert out.stdout.startswith("rmqtwin ")
+
+
+def test_wheel_holds_every_module(tmp_path: Path) -> None:
+    """A wheel built from a clean copy ships every module, not only what the editable install finds."""
+    import shutil
+    import zipfile
+
+    root = Path(__file__).resolve().parent.parent
+    source = tmp_path / "src"
+    source.mkdir()
+    skip = shutil.ignore_patterns("target", "build", "__pycache__", "*.egg-info")
+    for name in ("setup.py", "pyproject.toml", "README.md", "rmqtwin", *AREAS):
+        if (root / name).is_dir():
+            shutil.copytree(root / name, source / name, ignore=skip)
+        else:
+            shutil.copy2(root / name, source / name)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            ".",
+        ],
+        cwd=source,
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("rmqtwin-*.whl")
+    shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".py")}
+    expected = {
+        f"rmqtwin/{p.relative_to(source)}"
+        for area in AREAS
+        for p in (source / area).rglob("*.py")
+        if "java" not in p.relative_to(source).parts
+    }
+    assert expected - shipped == set()
