@@ -93,6 +93,7 @@ __all__ = [
     "parse_uniq_id",
     "prop_crc32_property",
     "properties_to_string",
+    "store_host_spans",
     "string_to_properties",
     "tags_code",
     "uniq_id_nearly_time",
@@ -953,6 +954,33 @@ def iter_message_records(
             mv, offset, read_body=read_body, decompress=decompress, check_crc=check_crc
         )
         yield msg
+
+
+def store_host_spans(buf: bytes | bytearray | memoryview) -> list[tuple[int, int]]:
+    """Where each record of a pull / query body keeps its store host: ``(start, length)`` of the
+    address + port bytes (8 for IPv4, 20 for IPv6), in record order.
+
+    Only the fixed head of each record is read, so this is cheap enough for a proxy's hot path.
+    Raises :class:`MessageDecodeError` unless ``buf`` is exactly a sequence of v1/v2 records.
+    """
+    spans: list[tuple[int, int]] = []
+    offset = 0
+    end = len(buf)
+    while offset < end:
+        if end - offset < _HEAD.size:
+            raise MessageDecodeError(f"truncated record at {offset}: {end - offset} bytes left")
+        total, magic = _BLANK.unpack_from(buf, offset)
+        if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
+            raise MessageDecodeError(f"illegal magic code {magic & 0xFFFFFFFF:#010x} at {offset}")
+        (sys_flag,) = _I32.unpack_from(buf, offset + SYSFLAG_POSITION)
+        born_len = 20 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 8
+        store_len = 20 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else 8
+        start = offset + BORN_HOST_POSITION + born_len + 8
+        if total < start - offset + store_len or offset + total > end:
+            raise MessageDecodeError(f"record at {offset} claims {total} bytes, {end - offset} available")
+        spans.append((start, store_len))
+        offset += total
+    return spans
 
 
 def decode_message_records(buf: bytes | bytearray | memoryview, **kwargs: bool) -> list[MessageExt]:

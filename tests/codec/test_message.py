@@ -56,6 +56,7 @@ from rmqtwin.codec.message import (
     parse_uniq_id,
     prop_crc32_property,
     properties_to_string,
+    store_host_spans,
     string_to_properties,
     tags_code,
     uniq_id_nearly_time,
@@ -1331,3 +1332,33 @@ def test_v2_record_matches_the_5x_broker_encoder(java_store_oracle: _Oracle) -> 
         properties_string="UNIQ_KEY\x01U\x02",
     )
     assert encode_message_record(msg) == bytes.fromhex(java_hex)
+
+
+def test_store_host_spans_point_at_each_records_store_host() -> None:
+    """Mixed v1/v2 records with IPv4 and IPv6 hosts: each span holds exactly that record's store host."""
+    msgs = [
+        _sample(),
+        _sample(store_host=("fe80::1", 10911), born_host=("::1", 5000), magic=MESSAGE_MAGIC_CODE_V2),
+        _sample(store_host=("10.0.0.6", 30911), born_host=("fd00::7", 1234)),
+    ]
+    body = b"".join(encode_message_record(m) for m in msgs)
+    spans = store_host_spans(body)
+    assert len(spans) == 3
+    for (start, length), msg in zip(spans, msgs, strict=True):
+        ip_len = length - 4
+        family = socket.AF_INET if ip_len == 4 else socket.AF_INET6
+        host = socket.inet_ntop(family, body[start : start + ip_len])
+        port = struct.unpack(">i", body[start + ip_len : start + length])[0]
+        assert (host, port) == msg.store_host
+    assert store_host_spans(b"") == []
+
+
+@pytest.mark.parametrize("cut", [1, 30, 60])
+def test_store_host_spans_refuse_what_is_not_a_record_sequence(cut: int) -> None:
+    record = encode_message_record(_sample())
+    with pytest.raises(MessageDecodeError):
+        store_host_spans(record + record[:cut])
+    with pytest.raises(MessageDecodeError):
+        store_host_spans(b"\x00" * 4 + record[4:])  # a zero total size / bad magic is not a record
+    with pytest.raises(MessageDecodeError):
+        store_host_spans(record[:4] + b"\x01\x02\x03\x04" + record[8:])
