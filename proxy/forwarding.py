@@ -7,9 +7,13 @@ reading on the other), and closing either side closes the other. Because the pai
 broker-initiated requests (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED,
 GET_CONSUMER_RUNNING_INFO, ...) come back on the very connection of the client they are meant for.
 
-Bytes are forwarded as they arrive. Only upstream-to-client traffic of namesrv connections is held
-back until its frame is complete, because those answers may carry broker addresses to rewrite
-(:mod:`rmqtwin.proxy.rewrite`); a frame that needs no change is still forwarded byte for byte.
+Client-to-upstream bytes are forwarded as they arrive. Upstream-to-client traffic is held back until
+its frame is complete, because it may name a broker: namesrv answers carry broker addresses, broker
+frames carry offset msgIds and records with the broker's store host (:mod:`rmqtwin.proxy.rewrite`).
+A frame that needs no change is still forwarded byte for byte.
+
+Each broker gets two listeners, ``P`` and ``P - 2``, because clients with ``vipChannelEnabled`` dial
+the broker's port minus two (its "VIP" fast channel); the second forwards to the broker's own VIP port.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from twisted.internet import defer, task
+from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IAddress, IListeningPort, IPushProducer
 from twisted.internet.protocol import ClientFactory, Factory, Protocol
+from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
@@ -32,6 +38,8 @@ from rmqtwin.proxy.rewrite import AddressRewriter
 from rmqtwin.proxy.wire import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
 
 __all__ = ["KIND_BROKER", "KIND_HA", "KIND_NAMESRV", "ProxiedConnection", "RecordingProxy", "Upstream"]
+
+log = Logger(namespace="rmqtwin.proxy")
 
 KIND_NAMESRV = "namesrv"
 KIND_BROKER = "broker"
@@ -184,7 +192,11 @@ class ProxiedConnection(Protocol):
         recording = proxy.recorder is not None and kind != KIND_HA
         max_frame = proxy.max_frame_size
         self._c2u = FrameSplitter(max_frame) if recording else None
-        self._rewrite = kind == KIND_NAMESRV
+        rewriter = proxy.rewriter
+        self._rewrite = {
+            KIND_NAMESRV: rewriter.rewrite_frame,
+            KIND_BROKER: rewriter.rewrite_broker_frame,
+        }.get(kind)
         self._u2c = FrameSplitter(max_frame) if (recording or self._rewrite) else None
 
     @property
@@ -290,18 +302,18 @@ class ProxiedConnection(Protocol):
                     self.conn_id, self.client, self.server, DIR_TO_CLIENT, [bytes(data)], FLAG_RAW
                 )
             return
-        if not self._rewrite:
+        rewrite = self._rewrite
+        if rewrite is None:
             write(data)
             frames = splitter.feed(data)
             if recorder is not None and frames:
                 recorder.frames(self.conn_id, self.client, self.server, DIR_TO_CLIENT, frames)
         else:
             frames = splitter.feed(data)
-            rewriter = self.proxy.rewriter
             plain: list[bytes] = []
             rewritten: list[bytes] = []
             for frame in frames:
-                new = rewriter.rewrite_frame(frame)
+                new = rewrite(frame)
                 if new is None:
                     write(frame)
                     plain.append(frame)
@@ -317,7 +329,7 @@ class ProxiedConnection(Protocol):
                     )
         if splitter.raw:
             chunks = splitter.take_raw()
-            if self._rewrite:
+            if rewrite is not None:
                 for chunk in chunks:
                     write(chunk)
             if recorder is not None and chunks:
@@ -389,7 +401,7 @@ class RecordingProxy:
         self.recorder = recorder
         self.max_frame_size = max_frame_size
         self.connect_timeout = connect_timeout
-        self.rewriter = AddressRewriter(self.resolve)
+        self.rewriter = AddressRewriter(self.resolve, self.lookup)
         self.connections: set[ProxiedConnection] = set()
         self.ports: list[IListeningPort] = []
         self.broker_listeners: dict[tuple[str, str], str] = {}
@@ -425,11 +437,45 @@ class RecordingProxy:
         except ValueError:
             return None
         factory = _ListenerFactory(self, kind, [target])
-        listening = self.reactor.listenTCP(0, factory, interface=self.listen_host)
+        listening = self._listen_broker(factory, target) if kind == KIND_BROKER else self._listen_any(factory)
         factory.listener = self._advertised(listening)
-        self.ports.append(listening)
         self.broker_listeners[key] = factory.listener
         return factory.listener
+
+    def lookup(self, upstream_addr: str) -> str | None:
+        """The advertised address of the listener standing in for broker ``upstream_addr``, if any."""
+        return self.broker_listeners.get((upstream_addr, KIND_BROKER))
+
+    def _listen_any(self, factory: _ListenerFactory) -> IListeningPort:
+        listening: IListeningPort = self.reactor.listenTCP(0, factory, interface=self.listen_host)
+        self.ports.append(listening)
+        return listening
+
+    def _listen_broker(
+        self, factory: _ListenerFactory, target: Upstream, attempts: int = 20
+    ) -> IListeningPort:
+        """A listener for the broker, and one two ports below it for the broker's VIP channel.
+
+        The OS picks the first port; if the one two below is taken, the pair is tried again elsewhere.
+        """
+        if target.port <= 2:
+            return self._listen_any(factory)
+        vip_factory = _ListenerFactory(self, KIND_BROKER, [Upstream(target.host, target.port - 2)])
+        for _ in range(attempts):
+            main: IListeningPort = self.reactor.listenTCP(0, factory, interface=self.listen_host)
+            port = main.getHost().port  # type: ignore[attr-defined]
+            if port > 2:
+                try:
+                    vip = self.reactor.listenTCP(port - 2, vip_factory, interface=self.listen_host)
+                except CannotListenError:
+                    pass
+                else:
+                    vip_factory.listener = self._advertised(vip)
+                    self.ports += [main, vip]
+                    return main
+            main.stopListening()
+        log.warn("no free port pair for {target}: its VIP channel is not proxied", target=str(target))
+        return self._listen_any(factory)
 
     def _on_backpressure(self, paused: bool) -> None:
         for conn in list(self.connections):

@@ -11,28 +11,73 @@ spacing). Addresses live in these places of namesrv answers:
 * the keys of ``"filterServerTable":{"ip:port":[…]}`` in TopicRouteData;
 * the response header fields ``brokerAddr``, ``masterAddr`` and ``haServerAddr`` (REGISTER_BROKER answers
   to a slave; ``haServerAddr`` is the HA port, which is not the remoting protocol).
+
+Brokers name themselves too, in what they send to clients (:meth:`AddressRewriter.rewrite_broker_frame`):
+
+* offset msgIds (store host + port + commitlog offset, hex) in the ``msgId`` of send answers (a comma list
+  for batches) and the ``offsetMsgId`` of CHECK_TRANSACTION_STATE: a tool that decodes one to dial the
+  broker (mqadmin ``queryMsgById`` → VIEW_MESSAGE_BY_ID) must dial the proxy;
+* the store host of every record in pull, query and view answers, from which clients compute the offset
+  msgId of a received message. It is patched in place (same address family, same length).
+
+Only addresses of brokers the proxy already stands in for are changed; anything else (a UNIQ_KEY in a
+``msgId`` field, a store host of an unknown broker) is left as it is.
 """
 
 from __future__ import annotations
 
 import re
+import socket
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
-__all__ = ["ADDRESS_HEADER_FIELDS", "AddressRewriter"]
+from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.message import (
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
+    create_offset_msg_id,
+    decode_offset_msg_id,
+    store_host_spans,
+)
+
+__all__ = ["ADDRESS_HEADER_FIELDS", "MSG_ID_HEADER_FIELDS", "AddressRewriter"]
 
 ADDRESS_HEADER_FIELDS = {"brokerAddr": "broker", "masterAddr": "broker", "haServerAddr": "ha"}
 """Response ext fields holding an address, with the kind of listener each needs."""
 
+MSG_ID_HEADER_FIELDS = ("msgId", "offsetMsgId")
+"""Ext fields of broker-to-client frames that may hold offset msgIds."""
+
 Resolver = Callable[[str, str], str | None]
 """``resolve(upstream_addr, kind)`` -> the advertised ``host:port`` to write instead, or ``None``."""
+
+Lookup = Callable[[str], str | None]
+"""``lookup(upstream_broker_addr)`` -> its listener's advertised ``host:port``, never opening one."""
 
 _BROKER_ADDRS = re.compile(rb'"brokerAddrs"\s*:\s*\{([^{}]*)\}')
 _MAP_STRING_VALUE = re.compile(rb'((?:"(?:[^"\\]|\\.)*"|-?\d+)\s*:\s*")([^"\\]*)(")')
 _BROKER_ADDR = re.compile(rb'("brokerAddr"\s*:\s*")([^"\\]*)(")')
 _FILTER_TABLE = re.compile(rb'"filterServerTable"\s*:\s*\{([^{}]*)\}')
 _MAP_KEY = re.compile(rb'(")([^"\\]+)("\s*:\s*\[)')
-_HEADER_FIELD = re.compile(rb'("(brokerAddr|masterAddr|haServerAddr)"\s*:\s*")([^"\\]*)(")')
+_RECORD_MAGICS = {struct.pack(">i", MESSAGE_MAGIC_CODE), struct.pack(">i", MESSAGE_MAGIC_CODE_V2)}
+
+
+class _Fields(NamedTuple):
+    """Ext field names to rewrite, and the regex finding them in a JSON header."""
+
+    names: frozenset[bytes]
+    json: re.Pattern[bytes]
+
+
+def _fields(names: Iterable[str]) -> _Fields:
+    encoded = frozenset(n.encode() for n in names)
+    alternatives = b"|".join(re.escape(n) for n in sorted(encoded))
+    return _Fields(encoded, re.compile(rb'("(' + alternatives + rb')"\s*:\s*")([^"\\]*)(")'))
+
+
+_ADDRESS_FIELDS = _fields(ADDRESS_HEADER_FIELDS)
+_MSG_ID_FIELDS = _fields(MSG_ID_HEADER_FIELDS)
 
 _U32 = struct.Struct(">I")
 _I16 = struct.Struct(">h")
@@ -42,8 +87,9 @@ _I32 = struct.Struct(">i")
 class AddressRewriter:
     """Rewrites broker addresses in response frames through ``resolve``; counts what it changed."""
 
-    def __init__(self, resolve: Resolver) -> None:
+    def __init__(self, resolve: Resolver, lookup: Lookup | None = None) -> None:
         self._resolve = resolve
+        self._lookup: Lookup = lookup if lookup is not None else (lambda addr: None)
         self.rewritten_frames = 0
 
     def _swap(self, addr: bytes, kind: str) -> bytes:
@@ -83,27 +129,39 @@ class AddressRewriter:
         return body if out == body else out
 
     def rewrite_frame(self, frame: bytes) -> bytes | None:
-        """A rewritten copy of a whole response frame (length word included), or ``None`` if unchanged.
+        """A rewritten copy of a whole namesrv answer (length word included), or ``None`` if unchanged.
 
         The header is re-encoded only when one of its address fields changed; the body's bytes are
         kept apart from the addresses; the length words are recomputed.
         """
-        if len(frame) < 8:
+        parts = _split(frame)
+        if parts is None:
             return None
-        length, mark = struct.unpack_from(">II", frame, 0)
-        serialize_type = mark >> 24
-        header_len = mark & 0xFFFFFF
-        if length + 4 != len(frame) or header_len > length - 4:
-            return None
-        header = frame[8 : 8 + header_len]
-        body = frame[8 + header_len :]
+        serialize_type, header, body = parts
         new_header = header
         if b"Addr" in header:
-            if serialize_type == 0:
-                new_header = self._rewrite_json_header(header)
-            elif serialize_type == 1:
-                new_header = self._rewrite_binary_header(header)
+            new_header = _rewrite_header(header, serialize_type, _ADDRESS_FIELDS, self._swap_address_field)
         new_body = self.rewrite_body(body) if body else body
+        return self._joined(serialize_type, header, new_header, body, new_body)
+
+    def rewrite_broker_frame(self, frame: bytes) -> bytes | None:
+        """A rewritten copy of a whole broker-to-client frame, or ``None`` if unchanged: offset msgIds
+        in its header and the store hosts of the records in its body name the proxy's listeners."""
+        parts = _split(frame)
+        if parts is None:
+            return None
+        serialize_type, header, body = parts
+        new_header = header
+        if b"sgId" in header:
+            new_header = _rewrite_header(header, serialize_type, _MSG_ID_FIELDS, self._swap_msg_ids)
+        new_body = body
+        if body[4:8] in _RECORD_MAGICS:
+            new_body = self._rewrite_store_hosts(body)
+        return self._joined(serialize_type, header, new_header, body, new_body)
+
+    def _joined(
+        self, serialize_type: int, header: bytes, new_header: bytes, body: bytes, new_body: bytes
+    ) -> bytes | None:
         if new_header is header and new_body is body:
             return None
         self.rewritten_frames += 1
@@ -114,41 +172,111 @@ class AddressRewriter:
         out += new_body
         return bytes(out)
 
-    def _rewrite_json_header(self, header: bytes) -> bytes:
-        fields = ADDRESS_HEADER_FIELDS
+    def _swap_address_field(self, name: str, value: bytes) -> bytes:
+        return self._swap(value, ADDRESS_HEADER_FIELDS[name])
+
+    def _listener_host(self, addr: str) -> tuple[str, int] | None:
+        """The listener (IP literal, port) standing in for upstream broker ``addr``, if there is one."""
+        listener = self._lookup(addr)
+        if listener is None:
+            return None
+        host, _, port = listener.rpartition(":")
+        return host.strip("[]"), int(port)
+
+    def _swap_msg_ids(self, name: str, value: bytes) -> bytes:
+        ids = value.decode("ascii", "replace").split(",")
+        changed = False
+        for i, msg_id in enumerate(ids):
+            try:
+                host, port, offset = decode_offset_msg_id(msg_id)
+            except CodecError:
+                continue
+            listener = self._listener_host(f"{host}:{port}")
+            if listener is None:
+                continue
+            try:
+                ids[i] = create_offset_msg_id(listener, offset)
+            except CodecError:  # the advertised host is a name, not an IP literal
+                continue
+            changed = True
+        return ",".join(ids).encode() if changed else value
+
+    def _rewrite_store_hosts(self, body: bytes) -> bytes:
+        try:
+            spans = store_host_spans(body)
+        except CodecError:
+            return body
+        out: bytearray | None = None
+        for start, length in spans:
+            ip_len = length - 4
+            family = socket.AF_INET if ip_len == 4 else socket.AF_INET6
+            host = socket.inet_ntop(family, body[start : start + ip_len])
+            port = _I32.unpack_from(body, start + ip_len)[0]
+            listener = self._listener_host(f"{host}:{port}")
+            if listener is None:
+                continue
+            try:
+                packed = socket.inet_pton(family, listener[0])
+            except OSError:  # a name, or the other address family: the record keeps its length
+                continue
+            if out is None:
+                out = bytearray(body)
+            out[start : start + length] = packed + _I32.pack(listener[1])
+        return body if out is None else bytes(out)
+
+
+def _split(frame: bytes) -> tuple[int, bytes, bytes] | None:
+    """(serialize type, header, body) of a whole frame, or ``None`` if its length words disagree."""
+    if len(frame) < 8:
+        return None
+    length, mark = struct.unpack_from(">II", frame, 0)
+    header_len = mark & 0xFFFFFF
+    if length + 4 != len(frame) or header_len > length - 4:
+        return None
+    return mark >> 24, frame[8 : 8 + header_len], frame[8 + header_len :]
+
+
+FieldRewrite = Callable[[str, bytes], bytes]
+
+
+def _rewrite_header(header: bytes, serialize_type: int, fields: _Fields, swap: FieldRewrite) -> bytes:
+    """``header`` with the values of ``fields`` passed through ``swap`` (the same object if none changed)."""
+    if serialize_type == 0:
 
         def field(m: re.Match[bytes]) -> bytes:
-            kind = fields[m.group(2).decode()]
-            return m.group(1) + self._swap(m.group(3), kind) + m.group(4)
+            return m.group(1) + swap(m.group(2).decode(), m.group(3)) + m.group(4)
 
-        out = _HEADER_FIELD.sub(field, header)
+        out = fields.json.sub(field, header)
         return header if out == header else out
+    if serialize_type == 1:
+        return _rewrite_binary_header(header, fields, swap)
+    return header
 
-    def _rewrite_binary_header(self, header: bytes) -> bytes:
-        try:
-            pos = 17 + max(_I32.unpack_from(header, 13)[0], 0)
-            ext_len = _I32.unpack_from(header, pos)[0]
-            start = pos + 4
-            end = start + ext_len
-            entries: list[tuple[bytes, bytes]] = []
-            p = start
-            changed = False
-            while p < end:
-                key_len = _I16.unpack_from(header, p)[0]
-                key = header[p + 2 : p + 2 + key_len]
-                p += 2 + key_len
-                value_len = _I32.unpack_from(header, p)[0]
-                value = header[p + 4 : p + 4 + value_len]
-                p += 4 + value_len
-                kind = ADDRESS_HEADER_FIELDS.get(key.decode("utf-8", "replace"))
-                if kind is not None:
-                    new = self._swap(value, kind)
-                    changed |= new != value
-                    value = new
-                entries.append((key, value))
-        except struct.error:
-            return header
-        if not changed:
-            return header
-        section = b"".join(_I16.pack(len(k)) + k + _I32.pack(len(v)) + v for k, v in entries)
-        return header[:pos] + _I32.pack(len(section)) + section + header[end:]
+
+def _rewrite_binary_header(header: bytes, fields: _Fields, swap: FieldRewrite) -> bytes:
+    try:
+        pos = 17 + max(_I32.unpack_from(header, 13)[0], 0)
+        ext_len = _I32.unpack_from(header, pos)[0]
+        start = pos + 4
+        end = start + ext_len
+        entries: list[tuple[bytes, bytes]] = []
+        p = start
+        changed = False
+        while p < end:
+            key_len = _I16.unpack_from(header, p)[0]
+            key = header[p + 2 : p + 2 + key_len]
+            p += 2 + key_len
+            value_len = _I32.unpack_from(header, p)[0]
+            value = header[p + 4 : p + 4 + value_len]
+            p += 4 + value_len
+            if key in fields.names:
+                new = swap(key.decode("utf-8", "replace"), value)
+                changed |= new != value
+                value = new
+            entries.append((key, value))
+    except struct.error:
+        return header
+    if not changed:
+        return header
+    section = b"".join(_I16.pack(len(k)) + k + _I32.pack(len(v)) + v for k, v in entries)
+    return header[:pos] + _I32.pack(len(section)) + section + header[end:]

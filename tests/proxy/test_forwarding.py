@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from twisted.internet.address import IPv4Address
+from twisted.internet.error import CannotListenError
 from twisted.internet.testing import MemoryReactorClock, StringTransport
 from twisted.python.failure import Failure
 
+from rmqtwin.codec.message import create_offset_msg_id
 from rmqtwin.proxy.capture import (
     DIR_TO_CLIENT,
     DIR_TO_SERVER,
@@ -24,6 +26,7 @@ from rmqtwin.proxy.capture import (
 )
 from rmqtwin.proxy.forwarding import KIND_BROKER, ProxiedConnection, RecordingProxy, Upstream
 from rmqtwin.proxy.recorder import Recorder
+from rmqtwin.proxy.wire import peek_header
 from tests.proxy.frames import json_frame
 from tests.proxy.test_rewrite import CLUSTER_INFO, ROUTE_QUOTED
 
@@ -40,13 +43,17 @@ class _Port:
 
 
 class PortReactor(MemoryReactorClock):
-    """A MemoryReactor whose listenTCP(0) hands out distinct port numbers, as a real one does."""
+    """A MemoryReactor whose listenTCP(0) hands out distinct port numbers, as a real one does;
+    ports in ``taken`` refuse to listen."""
 
     def __init__(self) -> None:
         super().__init__()
         self._ports = itertools.count(41000)
+        self.taken: set[int] = set()
 
     def listenTCP(self, port: int, factory: Any, backlog: int = 50, interface: str = "") -> _Port:  # type: ignore[override]
+        if port in self.taken:
+            raise CannotListenError(interface, port, OSError("address in use"))
         self.tcpServers.append((port, factory, backlog, interface))
         return _Port(port or next(self._ports))
 
@@ -119,7 +126,7 @@ def test_bytes_are_forwarded_unchanged_and_namesrv_answers_are_rewritten(tmp_pat
     client_t.clear()
     up.dataReceived(json_frame(0, 2, flag=1, body=CLUSTER_INFO))
     assert b'{0:"127.0.0.1:41000"}' in client_t.value()
-    assert len(reactor.tcpServers) == 3
+    assert len(reactor.tcpServers) == 5  # the namesrv's, and per broker its listener and its VIP one
     # an answer without addresses passes byte for byte
     client_t.clear()
     plain = json_frame(17, 3, flag=1, remark="No topic route info in name server for the topic: X")
@@ -258,3 +265,34 @@ def test_open_record_names_the_namesrv_actually_reached_after_failover(tmp_path:
     proxy.recorder.close()  # type: ignore[union-attr]
     [opened] = [r for r in read_records(tmp_path / "c.rmqcap") if r.type == REC_OPEN]
     assert opened.meta()["upstream"] == "10.0.0.2:9876" and opened.meta()["kind"] == "namesrv"
+
+
+def test_each_broker_gets_a_vip_listener_two_ports_below_its_own() -> None:
+    reactor, proxy = make_proxy()
+    reactor.taken.add(40998)  # the first pair cannot be had: 41000 - 2 is in use
+    assert proxy.resolve("10.0.0.5:10911", KIND_BROKER) == "127.0.0.1:41001"
+    vip_port, vip_factory = reactor.tcpServers[-1][:2]
+    assert vip_port == 40999
+    accept(vip_factory)
+    assert reactor.tcpClients[-1][:2] == ("10.0.0.5", 10909)
+
+
+def test_broker_answers_name_the_proxy_in_msg_ids_and_store_hosts(tmp_path: Path) -> None:
+    reactor, proxy = make_proxy(tmp_path)
+    listener = proxy.resolve("10.0.0.5:10911", KIND_BROKER)
+    assert listener == "127.0.0.1:41000"
+    _producer, producer_t = accept(reactor.tcpServers[1][1])
+    up, _up_t = connect_upstream(reactor)
+    answer = json_frame(0, 7, flag=1, ext={"msgId": create_offset_msg_id(("10.0.0.5", 10911), 4096)})
+    up.dataReceived(answer[:20])
+    assert producer_t.value() == b""  # held until whole: it may name the broker
+    up.dataReceived(answer[20:])
+    peek = peek_header(producer_t.value())
+    assert peek is not None and peek.ext_fields["msgId"] == create_offset_msg_id(("127.0.0.1", 41000), 4096)
+    producer_t.clear()
+    plain = json_frame(0, 8, flag=1, ext={"queueId": "1"})
+    up.dataReceived(plain)
+    assert producer_t.value() == plain
+    proxy.recorder.close()  # type: ignore[union-attr]
+    recs = [r for r in read_records(tmp_path / "c.rmqcap") if r.type == REC_FRAME]
+    assert [(r.data, bool(r.flags & FLAG_REWRITTEN)) for r in recs] == [(answer, True), (plain, False)]

@@ -3,6 +3,13 @@ from __future__ import annotations
 import struct
 
 from rmqtwin.codec.fastjson import loads
+from rmqtwin.codec.message import (
+    MessageExt,
+    create_offset_msg_id,
+    decode_message_records,
+    decode_offset_msg_id,
+    encode_message_record,
+)
 from rmqtwin.proxy.rewrite import AddressRewriter
 from rmqtwin.proxy.wire import peek_header
 from tests.proxy.frames import binary_frame, json_frame
@@ -103,3 +110,69 @@ def test_register_broker_answer_header_fields_json_and_binary() -> None:
     assert peek is not None and peek.serialize_type == 1 and peek.opaque == 9
     assert peek.ext_fields == {"haServerAddr": "127.0.0.1:40000", "masterAddr": "127.0.0.1:40001"}
     assert body_of(out) == b"{}"
+
+
+# ---------------------------------------------------------------------------------- broker-to-client frames
+
+BROKER = ("10.0.0.5", 10911)
+LISTENERS = {"10.0.0.5:10911": "127.0.0.1:41000"}
+
+
+def _record(store_host: tuple[str, int], offset: int, topic: str = "T") -> bytes:
+    msg = MessageExt(
+        topic=topic,
+        body=b"hello",
+        properties={"UNIQ_KEY": "7F0000010001AABBCCDD000000000001"},
+        born_host=("10.0.0.9", 50000),
+        store_host=store_host,
+        commitlog_offset=offset,
+    )
+    return encode_message_record(msg)
+
+
+def test_send_answer_offset_msg_ids_name_the_listener_json_and_binary() -> None:
+    rewriter = AddressRewriter(Ports(), LISTENERS.get)
+    single = create_offset_msg_id(BROKER, 4096)
+    batch = ",".join(create_offset_msg_id(BROKER, o) for o in (0, 200, 400))
+    for make in (json_frame, binary_frame):
+        for value in (single, batch):
+            frame = make(0, 7, flag=1, ext={"msgId": value, "queueId": "1", "queueOffset": "3"})
+            out = rewriter.rewrite_broker_frame(frame)
+            assert out is not None
+            peek = peek_header(out)
+            assert peek is not None and peek.opaque == 7 and peek.ext_fields["queueOffset"] == "3"
+            new_ids = peek.ext_fields["msgId"].split(",")
+            old_ids = value.split(",")
+            assert [decode_offset_msg_id(i) for i in new_ids] == [
+                ("127.0.0.1", 41000, decode_offset_msg_id(i)[2]) for i in old_ids
+            ]
+
+
+def test_broker_frames_naming_no_known_broker_pass_unchanged() -> None:
+    rewriter = AddressRewriter(Ports(), LISTENERS.get)
+    uniq_key = "7F0000010001AABBCCDD000000000001"  # a client's UNIQ_KEY, not an offset msgId
+    unknown = create_offset_msg_id(("10.9.9.9", 10911), 1)
+    for value in (uniq_key, unknown, "not-hex"):
+        assert rewriter.rewrite_broker_frame(json_frame(0, 1, flag=1, ext={"msgId": value})) is None
+    pull_elsewhere = json_frame(0, 2, flag=1, body=_record(("10.9.9.9", 10911), 0))
+    assert rewriter.rewrite_broker_frame(pull_elsewhere) is None
+    assert rewriter.rewrite_broker_frame(json_frame(0, 3, flag=1, body=b"\x00\x00\x00\x10" * 8)) is None
+    assert rewriter.rewrite_broker_frame(json_frame(0, 3, flag=1, body=b"{}")) is None
+
+
+def test_pull_answer_records_get_the_listener_as_store_host_in_place() -> None:
+    rewriter = AddressRewriter(Ports(), LISTENERS.get)
+    body = _record(BROKER, 0) + _record(("10.9.9.9", 10911), 100) + _record(BROKER, 200, topic="U")
+    frame = json_frame(0, 5, flag=1, ext={"suggestWhichBrokerId": "0", "nextBeginOffset": "3"}, body=body)
+    out = rewriter.rewrite_broker_frame(frame)
+    assert out is not None and len(out) == len(frame)
+    records = decode_message_records(body_of(out))
+    assert [(m.store_host, m.commitlog_offset, m.body) for m in records] == [
+        (("127.0.0.1", 41000), 0, b"hello"),
+        (("10.9.9.9", 10911), 100, b"hello"),
+        (("127.0.0.1", 41000), 200, b"hello"),
+    ]
+    assert records[0].msg_id == create_offset_msg_id(("127.0.0.1", 41000), 0)
+    # a listener advertised by name cannot be written into a record: the record stays as it is
+    named = AddressRewriter(Ports(), {"10.0.0.5:10911": "proxy.local:41000"}.get)
+    assert named.rewrite_broker_frame(json_frame(0, 6, flag=1, body=_record(BROKER, 0))) is None
