@@ -415,16 +415,17 @@ class _Lexer:
             if self.pos >= len(text):
                 return Token(_EOF, "", self.pos + 1)
             best: tuple[int, str | None, str] | None = None
-            for kind, pattern in _LEX_RULES:
+            for rule, pattern in _LEX_RULES:
                 m = pattern.match(text, self.pos)
                 if m is None or not m.group():
                     continue
                 image = m.group()
-                if kind == "KEYWORD":
+                kind = rule
+                if rule == "KEYWORD":
                     if image.upper() not in self.keywords:
                         continue
                     kind = image.upper()
-                elif kind == "OP":
+                elif rule == "OP":
                     kind = image
                 if best is None or len(image) > best[0]:
                     best = (len(image), kind, image)
@@ -556,7 +557,8 @@ class _Parser:
                 self.take(")")
                 if not isinstance(left, Property):
                     raise SelectorParseError(
-                        f"java.lang.RuntimeException: Expected a property for In expression, got: {_show(left)}"
+                        "java.lang.RuntimeException: Expected a property for In expression, got: "
+                        + _show(left)
                     )
                 left = In(left, frozenset(values), negated)
         return left
@@ -707,4 +709,3 @@ def matches(expr: Expression, props: Props) -> bool:
         return expr.evaluate(props) is True
     except SelectorEvalError:
         return False
-

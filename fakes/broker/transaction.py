@@ -3,7 +3,9 @@
 A ``TRAN_MSG=true`` send is stored in ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0 with ``REAL_TOPIC``/
 ``REAL_QID``; COMMIT re-puts it to the real topic (transaction bits = COMMIT, prepared offset =
 the half record) and both COMMIT and ROLLBACK write the ``d`` op record. The periodic
-CHECK_TRANSACTION_STATE back-check is not modelled.
+CHECK_TRANSACTION_STATE back-check is ``transaction_check.TransactionalMessageCheckService``; the
+producer's answer to it is an END_TRANSACTION with ``fromTransactionCheck=true`` naming the re-put
+copy of the half message, handled here like any other.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.codec.headers import EndTransactionRequestHeader, HeaderFieldError, from_ext_fields
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
-from rmqtwin.fakes.dispatch import Channel, ext, field, int_field, response
+from rmqtwin.fakes.dispatch import Channel, response
 from rmqtwin.store_mirror.record import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
@@ -44,18 +47,24 @@ class TransactionService:
         self.broker.topics.create_in_send_back_method(TRANS_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
 
     def end_transaction(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
-        fields = ext(request)
-        kind = int_field(request, "commitOrRollback")
+        """``EndTransactionProcessor``: COMMIT or ROLLBACK a half message; UNKNOWN gets no answer."""
+        try:
+            header = from_ext_fields(EndTransactionRequestHeader, request.ext_fields)
+        except HeaderFieldError as exc:
+            return response(exc.response_code, exc.remark)
+        if self.broker.config.broker_role == "SLAVE":
+            return response(ResponseCode.SLAVE_NOT_AVAILABLE)
+        kind = header.commit_or_rollback
         if kind not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
             return None
-        commit_log_offset = int_field(request, "commitLogOffset")
+        commit_log_offset = header.commit_log_offset
         half = self.broker.store.look_message_by_offset(commit_log_offset)
         if half is None:
             return response(ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed")
         props = dict(half.properties)
-        if props.get("PGROUP") != field(request, "producerGroup"):
+        if props.get("PGROUP") != header.producer_group:
             return response(ResponseCode.SYSTEM_ERROR, "The producer group wrong")
-        if half.queue_offset != int_field(request, "tranStateTableOffset"):
+        if half.queue_offset != header.tran_state_table_offset:
             return response(ResponseCode.SYSTEM_ERROR, "The transaction state table offset wrong")
         if half.commitlog_offset != commit_log_offset:
             return response(ResponseCode.SYSTEM_ERROR, "The commit log offset wrong")
@@ -89,7 +98,6 @@ class TransactionService:
                 return response(ResponseCode.SYSTEM_ERROR, result.status.name)
             self.broker.notify_message_arriving(real_topic, inner.queue_id)
         self._put_op(half.queue_offset)
-        del fields
         return answer
 
     def _put_op(self, half_queue_offset: int) -> Any:

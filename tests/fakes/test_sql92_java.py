@@ -1,6 +1,6 @@
 """The SQL92 selector against the real rocketmq-filter jars (4.9.7 and 5.5.0, the real brokers' own).
 
-Hand-written and seeded random expressions × property sets go through
+Hand-written and seeded random expressions times property sets go through
 ``tests/fakes/java/SqlVectors.java`` (run from source with the real broker's lib directory on the
 class path) and through ``rmqtwin.fakes.broker.sql92``; compile success and every evaluation result
 (TRUE, FALSE, NULL, or a throw) must agree.
@@ -203,7 +203,9 @@ def _predicate(rng: random.Random, depth: int) -> str:
     if form == 2:
         return f"{name} {rng.choice(['', 'NOT '])}BETWEEN {_literal(rng)} AND {_literal(rng)}"
     if form == 3:
-        items = ", ".join("'" + rng.choice(VALUES[:30]).replace("'", "''") + "'" for _ in range(rng.randint(1, 6)))
+        items = ", ".join(
+            "'" + rng.choice(VALUES[:30]).replace("'", "''") + "'" for _ in range(rng.randint(1, 6))
+        )
         return f"{name} {rng.choice(['', 'NOT '])}IN ({items})"
     if form == 4:
         op = rng.choice(["CONTAINS", "STARTSWITH", "ENDSWITH"])
@@ -292,9 +294,7 @@ def test_selector_agrees_with_rocketmq_filter(line: str, version: int) -> None:
     prop_sets = _property_sets(seed=7)
     java = _java_results(line, expressions, prop_sets)
     python = [_python_results(e, version, prop_sets) for e in expressions]
-    mismatches = [
-        (e, j, p) for e, j, p in zip(expressions, java, python, strict=True) if j != p
-    ]
+    mismatches = [(e, j, p) for e, j, p in zip(expressions, java, python, strict=True) if j != p]
     compiled = sum(1 for j in java if j != "P")
     assert compiled > len(expressions) // 3, "too few expressions compile to test evaluation"
     assert not mismatches, "\n".join(
