@@ -32,7 +32,11 @@ def env(tmp_path: Any) -> Iterator[tuple[BrokerController, Clock]]:
     clock = Clock()
     clock.advance(1_700_000_000)
     broker = make_broker(
-        tmp_path, clock, transactionTimeOut="6000", transactionCheckMax="3", transactionCheckInterval="5000"
+        tmp_path,
+        clock,
+        transactionTimeOut="6000",
+        transactionCheckMax="3",
+        transactionCheckInterval="3600000",
     )
     yield broker, clock
     broker.shutdown()
@@ -238,6 +242,7 @@ def test_service_runs_every_check_interval_on_the_clock(env: Any) -> None:
     service = TransactionalMessageCheckService(broker)
     p = producer(broker, clock)
     send_half(p, b"tick", "UNIQ7")
+    broker.config.transaction_check_interval = 5000
     service.start()
     try:
         clock.advance(4.9)

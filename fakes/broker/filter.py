@@ -1,0 +1,128 @@
+"""SQL92 subscriptions on the broker: the pull's message filter and CHECK_CLIENT_CONFIG.
+
+``ExpressionMessageFilter`` for a SQL92 subscription accepts every consume-queue entry (no bloom
+filter bit map, as with ``enableCalcFilterBitMap=false``) and decides on the stored record's
+properties; ``ConsumerFilterManager`` compiles a subscription once. Which grammar applies follows
+the client's line: 5.x clients (version ≥ 413) get 5.x's (CONTAINS, STARTSWITH, ENDSWITH), older ones
+4.9's, as the rest of the twin does with 4.9/5.x differences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from rmqtwin.codec import fastjson
+from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.message import decode_message_record
+from rmqtwin.fakes.broker.sql92 import Expression, SelectorParseError, compile_selector, matches
+from rmqtwin.fakes.dispatch import Channel, response
+
+if TYPE_CHECKING:
+    from rmqtwin.codec.command import RemotingCommand
+    from rmqtwin.fakes.broker.controller import BrokerController
+
+EXPRESSION_TYPE_TAG = "TAG"
+EXPRESSION_TYPE_SQL92 = "SQL92"
+FIRST_5X_VERSION = 413  # MQVersion ordinal of V5_0_0
+
+
+class FilterError(Exception):
+    """A subscription the broker refuses; ``code`` and ``remark`` are the real broker's answer."""
+
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+def grammar_version(client_version: int) -> int:
+    """The filter line a client of this version meets: 5 for 5.x clients, else 4."""
+    return 5 if client_version >= FIRST_5X_VERSION else 4
+
+
+def is_tag_type(expression_type: str | None) -> bool:
+    """``ExpressionType.isTagType``: null, empty and ``TAG`` are tag subscriptions."""
+    return not expression_type or expression_type == EXPRESSION_TYPE_TAG
+
+
+class SqlMessageFilter:
+    """A compiled SQL92 subscription applied to stored records."""
+
+    def __init__(self, expression: Expression) -> None:
+        self.expression = expression
+
+    def is_matched_by_consume_queue(self, tags_code: int | None, cq_ext_unit: object | None = None) -> bool:
+        return True
+
+    def is_matched_by_commit_log(
+        self, msg_buffer: bytes | None, properties: Mapping[str, str] | None
+    ) -> bool:
+        props = properties
+        if props is None:
+            if msg_buffer is None:
+                return True
+            try:
+                msg, _ = decode_message_record(msg_buffer, 0, read_body=False, decompress=False)
+            except CodecError:
+                return False
+            props = msg.properties
+        return matches(self.expression, props)
+
+
+def compile_subscription(subscription: Mapping[str, Any], client_version: int) -> Expression:
+    """``FilterFactory.get(type).compile(subString)``; raises SelectorParseError."""
+    expression_type = subscription.get("expressionType")
+    if expression_type != EXPRESSION_TYPE_SQL92:
+        raise SelectorParseError("java.lang.NullPointerException")
+    return compile_selector(str(subscription.get("subString") or ""), grammar_version(client_version))
+
+
+def message_filter_for(subscription: Mapping[str, Any], client_version: int, *, from_request: bool) -> Any:
+    """The pull's message filter: tags for TAG subscriptions, the compiled selector for SQL92.
+
+    ``from_request``: the subscription came with the pull (``SUBSCRIPTION_PARSE_FAILED`` when it does
+    not compile); otherwise it is the heartbeat's, whose failed compile left no filter data
+    (``FILTER_DATA_NOT_EXIST``).
+    """
+    if is_tag_type(subscription.get("expressionType")):
+        from rmqtwin.fakes.broker.pull import TagMessageFilter
+
+        return TagMessageFilter(dict(subscription))
+    try:
+        return SqlMessageFilter(compile_subscription(subscription, client_version))
+    except SelectorParseError:
+        if from_request:
+            raise FilterError(
+                ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
+            ) from None
+        raise FilterError(
+            ResponseCode.FILTER_DATA_NOT_EXIST,
+            "The broker's consumer filter data is not exist!Your expression may be wrong!",
+        ) from None
+
+
+class ConsumerFilterProcessor:
+    """CHECK_CLIENT_CONFIG (``ClientManageProcessor.checkClientConfig``)."""
+
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def check_client_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        body = fastjson.loads(request.body) if request.body else None
+        subscription = body.get("subscriptionData") if isinstance(body, dict) else None
+        if isinstance(subscription, dict):
+            expression_type = subscription.get("expressionType")
+            if is_tag_type(expression_type):
+                return response()
+            if not self.broker.config.enable_property_filter:
+                return response(
+                    ResponseCode.SYSTEM_ERROR,
+                    f"The broker does not support consumer to filter message by {expression_type}",
+                )
+            try:
+                compile_subscription(subscription, request.version)
+            except SelectorParseError as exc:
+                return response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
+        return response()
