@@ -237,7 +237,6 @@ def _binary_entries(header: bytes | bytearray, pos: int, end: int) -> list[tuple
     return out
 
 
-_ANY_CREDENTIAL = re.compile(b"|".join(name.encode() for name in CREDENTIAL_FIELDS))
 _JSON_CREDENTIAL = re.compile(rb'"(AccessKey|Signature|SecurityToken)":"((?:[^"\\]|\\.)*)"')
 
 
@@ -252,7 +251,9 @@ def mask_credentials(frame: bytes) -> bytes | None:
     mark = _U32.unpack_from(frame, 4)[0]
     serialize_type = mark >> 24
     header_end = 8 + (mark & 0xFFFFFF)
-    if _ANY_CREDENTIAL.search(frame, 8, header_end) is None:
+    # bytes.find over the header range: several times cheaper than a regex search, and this runs for
+    # every recorded frame (ACL clients always send AccessKey and Signature together)
+    if frame.find(b"Signature", 8, header_end) < 0 and frame.find(b"AccessKey", 8, header_end) < 0:
         return None
     out = bytearray(frame)
     hits = 0

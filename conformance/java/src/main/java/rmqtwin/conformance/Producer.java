@@ -70,7 +70,7 @@ public final class Producer {
         producer.setRetryTimesWhenSendAsyncFailed((int) Events.num(spec, "retryTimes", 2));
         producer.setCompressMsgBodyOverHowmuch((int) Events.num(spec, "compressOver", 4096));
         producer.setMaxMessageSize((int) Events.num(spec, "maxMessageSize", 4 * 1024 * 1024));
-        producer.setVipChannelEnabled(false);
+        producer.setVipChannelEnabled(Events.bool(spec, "vipChannel", false));
         producer.start();
         Map<String, Object> started = Events.event("started");
         started.put("driver", "producer");
