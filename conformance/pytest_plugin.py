@@ -1,14 +1,26 @@
 """pytest fixtures for real Apache RocketMQ and the real Java client (loaded by tests/conftest.py).
 
-- ``real_rocketmq``: a running name server + broker, session-scoped and shared; a test that
-  takes it runs once per version in ``--real-versions`` (default ``4.9,5``; env
-  ``RMQTWIN_REAL_VERSIONS``). Tests sharing it use distinct topic and group names
-  (``unique_name``).
+Starting a real name server + broker costs seconds to tens of seconds of a loaded machine, so the
+whole session shares one cluster per line wherever a test does not need a store or broker of its own:
+
+- ``real_rocketmq``: the shared cluster of a line; a test that takes it runs once per version in
+  ``--real-versions`` (default ``4.9,5``; env ``RMQTWIN_REAL_VERSIONS``). Tests sharing it use
+  distinct topic and group names (``unique_name``).
 - ``real_rocketmq_factory(version, **kwargs)``: the same cache, for tests that pick the version
-  themselves; with keyword arguments (``brokers=2``, ``broker_conf_overrides=...``) it starts a
-  separate instance, cached per distinct arguments.
+  themselves. Every instance it starts runs ``SHARED_BROKER_CONF`` (delay level n = n seconds,
+  half messages checked every second after 2 s), so retries, delayed messages and transaction
+  check-backs happen within a test on the shared cluster: ask for the shared one rather than
+  starting your own for those. ``broker_conf_overrides`` are applied on top, and instances are
+  cached by (line, effective broker.conf, other arguments): overrides that only repeat the shared
+  values get the shared cluster; anything else starts one more instance, kept for the session.
+  ``real_rocketmq_factory.shared_conf(**more)`` is the effective broker.conf a test can mirror (for
+  example into rmqtwin's own ``broker.conf`` when it runs the same scenario against both).
 - ``java_client``: a ``JavaClient`` for the same line as the test's ``real_rocketmq``
   (else 4.9); ``java_client_factory(version)`` for any line.
+
+Tests that need a broker of their own (a store of their own, a broker they kill) start
+``RealRocketMQ`` themselves and stop it in a ``finally``. Every instance the factory started is
+killed when the session ends, pass or fail (nobody reads a shared store afterwards).
 
 Tests using these are marked ``java`` (and ``real`` when they start RocketMQ) automatically, and
 skip with the reason when Java or Maven is missing. Heavy imports stay inside the fixtures.
@@ -31,6 +43,16 @@ if TYPE_CHECKING:
 DEFAULT_VERSIONS = "4.9,5"
 REAL_FIXTURES = frozenset({"real_rocketmq", "real_rocketmq_factory"})
 JAVA_FIXTURES = frozenset({"java_client", "java_client_factory"}) | REAL_FIXTURES
+
+SHARED_BROKER_CONF: dict[str, object] = {
+    # Level n waits n seconds (the default is 1s 5s 10s 30s 1m ...): a consumer's first retry
+    # (level 3) comes back after 3 s, not 10 s.
+    "messageDelayLevel": " ".join(f"{n}s" for n in range(1, 19)),
+    # Half messages without an end are checked back after 2 s, every second (default 6 s / 60 s).
+    "transactionTimeOut": 2000,
+    "transactionCheckInterval": 1000,
+}
+"""broker.conf settings every cluster of ``real_rocketmq_factory`` runs with, on top of the launcher's."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -74,21 +96,29 @@ def _skip_without_java() -> None:
 
 
 class RealRocketMQFactory:
-    """Starts real RocketMQ on demand and keeps one instance per (version, arguments)."""
+    """Starts real RocketMQ on demand and keeps one instance per (line, effective broker.conf, arguments)."""
 
     def __init__(self) -> None:
         self._instances: dict[tuple[str, str], RealRocketMQ] = {}
 
+    @staticmethod
+    def shared_conf(**overrides: object) -> dict[str, object]:
+        """The broker.conf overrides an instance gets: ``SHARED_BROKER_CONF`` with ``overrides`` on top."""
+        return {**SHARED_BROKER_CONF, **overrides}
+
     def __call__(self, version: str = "4.9", **kwargs: Any) -> RealRocketMQ:
         from rmqtwin.conformance.launcher import RealRocketMQ, resolve_version
 
-        key = (resolve_version(version).line, repr(sorted(kwargs.items())))
+        if "store_dir" in kwargs:
+            raise TypeError("a broker on a store of its own is not shared: start RealRocketMQ in the test")
+        conf = self.shared_conf(**dict(kwargs.pop("broker_conf_overrides", None) or {}))
+        key = (resolve_version(version).line, repr(sorted({**kwargs, "conf": sorted(conf.items())}.items())))
         instance = self._instances.get(key)
         if instance is not None and not instance.running:
             instance.stop(graceful=False)
             instance = None
         if instance is None:
-            instance = RealRocketMQ(version, **kwargs).start()
+            instance = RealRocketMQ(version, broker_conf_overrides=conf, **kwargs).start()
             self._instances[key] = instance
         return instance
 
