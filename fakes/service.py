@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twisted.internet.defer import Deferred, succeed
-from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IListeningPort
 from twisted.logger import Logger
 
 from rmqtwin.fakes.config import BrokerConfig
 from rmqtwin.fakes.server import RemotingProtocol, RemotingServerFactory
+from rmqtwin.listen import listen_vip_pair
 
 log = Logger()
 
@@ -121,20 +121,9 @@ class TwinServer:
         self, port: int, factory: RemotingServerFactory
     ) -> tuple[IListeningPort, IListeningPort]:
         """The main port and its VIP channel (port - 2); with port 0, a free pair."""
-        host = self.options.host
-        for _ in range(50):
-            main = self.reactor.listenTCP(port, factory, interface=host)
-            actual = _port_of(main)
-            try:
-                vip = self.reactor.listenTCP(actual - 2, factory, interface=host)
-            except CannotListenError:
-                main.stopListening()
-                if port != 0:
-                    raise
-                continue
-            self.ports.extend([main, vip])
-            return main, vip
-        raise CannotListenError(host, port, OSError("no free port pair for the broker and its VIP channel"))
+        pair = listen_vip_pair(self.reactor, port, factory, factory, interface=self.options.host)
+        self.ports.extend(pair)
+        return pair
 
     def stop(self) -> Deferred[Any]:
         """Unregister, persist, flush the store (removing ``abort``), then close the listeners."""

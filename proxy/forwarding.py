@@ -32,6 +32,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from rmqtwin.listen import listen_vip_pair
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, FLAG_RAW, FLAG_REWRITTEN, Endpoint
 from rmqtwin.proxy.recorder import Recorder
 from rmqtwin.proxy.rewrite import AddressRewriter
@@ -451,31 +452,19 @@ class RecordingProxy:
         self.ports.append(listening)
         return listening
 
-    def _listen_broker(
-        self, factory: _ListenerFactory, target: Upstream, attempts: int = 20
-    ) -> IListeningPort:
-        """A listener for the broker, and one two ports below it for the broker's VIP channel.
-
-        The OS picks the first port; if the one two below is taken, the pair is tried again elsewhere.
-        """
+    def _listen_broker(self, factory: _ListenerFactory, target: Upstream) -> IListeningPort:
+        """A listener for the broker, and one two ports below it for the broker's VIP channel."""
         if target.port <= 2:
             return self._listen_any(factory)
         vip_factory = _ListenerFactory(self, KIND_BROKER, [Upstream(target.host, target.port - 2)])
-        for _ in range(attempts):
-            main: IListeningPort = self.reactor.listenTCP(0, factory, interface=self.listen_host)
-            port = main.getHost().port  # type: ignore[attr-defined]
-            if port > 2:
-                try:
-                    vip = self.reactor.listenTCP(port - 2, vip_factory, interface=self.listen_host)
-                except CannotListenError:
-                    pass
-                else:
-                    vip_factory.listener = self._advertised(vip)
-                    self.ports += [main, vip]
-                    return main
-            main.stopListening()
-        log.warn("no free port pair for {target}: its VIP channel is not proxied", target=str(target))
-        return self._listen_any(factory)
+        try:
+            main, vip = listen_vip_pair(self.reactor, 0, factory, vip_factory, interface=self.listen_host)
+        except CannotListenError:
+            log.warn("no free port pair for {target}: its VIP channel is not proxied", target=str(target))
+            return self._listen_any(factory)
+        vip_factory.listener = self._advertised(vip)
+        self.ports += [main, vip]
+        return main
 
     def _on_backpressure(self, paused: bool) -> None:
         for conn in list(self.connections):
