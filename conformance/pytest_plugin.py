@@ -95,6 +95,11 @@ def _skip_without_java() -> None:
         pytest.skip(f"needs Java 17 and Maven: {reason}")
 
 
+def _conf_text(value: object) -> str:
+    """A broker.conf value as the properties file spells it (the launcher writes booleans lower-case)."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value).strip()
+
+
 class RealRocketMQFactory:
     """Starts real RocketMQ on demand and keeps one instance per (line, effective broker.conf, arguments)."""
 
@@ -107,12 +112,15 @@ class RealRocketMQFactory:
         return {**SHARED_BROKER_CONF, **overrides}
 
     def __call__(self, version: str = "4.9", **kwargs: Any) -> RealRocketMQ:
-        from rmqtwin.conformance.launcher import RealRocketMQ, resolve_version
+        from rmqtwin.conformance.launcher import DEFAULT_BROKER_CONF, RealRocketMQ, resolve_version
 
         if "store_dir" in kwargs:
             raise TypeError("a broker on a store of its own is not shared: start RealRocketMQ in the test")
         conf = self.shared_conf(**dict(kwargs.pop("broker_conf_overrides", None) or {}))
-        key = (resolve_version(version).line, repr(sorted({**kwargs, "conf": sorted(conf.items())}.items())))
+        # Keyed by the broker.conf text the broker reads: an override equal to a launcher default
+        # (``enablePropertyFilter="true"``) is the shared cluster too.
+        effective = {key: _conf_text(value) for key, value in {**DEFAULT_BROKER_CONF, **conf}.items()}
+        key = (resolve_version(version).line, repr(sorted(effective.items())), repr(sorted(kwargs.items())))
         instance = self._instances.get(key)
         if instance is not None and not instance.running:
             instance.stop(graceful=False)
