@@ -167,29 +167,35 @@ class Recorder:
 
     def _run(self) -> None:
         pending = self._pending
-        writer = self.writer
-        stats = self.stats
         while True:
             if not pending:
                 if self._stopping:
-                    writer.flush()
+                    self.writer.flush()
                     return
                 self._wake.wait(self.interval)
                 self._wake.clear()
                 continue
-            started = time.perf_counter()
-            stats.batches += 1
-            for _ in range(len(pending)):
-                try:
-                    self._write(pending.popleft())
-                except Exception as exc:  # keep forwarding even if the disk fails; report on close
-                    self.error = exc
-            if not pending:
-                writer.flush()
-            stats.write_seconds += time.perf_counter() - started
-            if self._behind and not self._resume_scheduled and len(pending) <= self._low_water:
-                self._resume_scheduled = True
-                self._call_in_reactor(self._lift_pause)
+            self.drain()
+
+    def drain(self) -> None:
+        """Write the whole backlog (the writer thread's loop body; callable from a timer instead)."""
+        pending = self._pending
+        if not pending:
+            return
+        stats = self.stats
+        started = time.perf_counter()
+        stats.batches += 1
+        for _ in range(len(pending)):
+            try:
+                self._write(pending.popleft())
+            except Exception as exc:  # keep forwarding even if the disk fails; report on close
+                self.error = exc
+        if not pending:
+            self.writer.flush()
+        stats.write_seconds += time.perf_counter() - started
+        if self._behind and not self._resume_scheduled and len(pending) <= self._low_water:
+            self._resume_scheduled = True
+            self._call_in_reactor(self._lift_pause)
 
     def _write(self, item: _Item) -> None:
         kind, mono, wall, conn_id, client, server, payload, extra = item
