@@ -341,20 +341,9 @@ class TransactionalMessageCheckService:
         """``resolveDiscardMsg`` of the default check listener: park in TRANS_CHECK_MAX_TIME_TOPIC."""
         broker = self.broker
         broker.topics.create_in_send_back_method(TRANS_CHECK_MAX_TIME_TOPIC, 1, PERM_READ | PERM_WRITE)
-        props = in_java_hash_map_order(dict(msg.properties))
-        inner = MessageExtBrokerInner(
-            topic=TRANS_CHECK_MAX_TIME_TOPIC,
-            body=msg.body,
-            flag=msg.flag,
-            queue_id=0,
-            sys_flag=msg.sys_flag,
-            properties=props,
-            properties_string=properties_to_string(props),
-            born_timestamp=msg.born_timestamp,
-            born_host=msg.born_host,
-            store_host=msg.store_host,
-            reconsume_times=msg.reconsume_times,
-        )
+        inner = self._renew_half_message_inner(msg)
+        inner.topic, inner.queue_id = TRANS_CHECK_MAX_TIME_TOPIC, 0
+        inner.flag, inner.reconsume_times = msg.flag, msg.reconsume_times
         result = broker.store.put_message(inner)
         if result.status.name != _PUT_OK:
             log.error(
