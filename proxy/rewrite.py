@@ -33,13 +33,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from rmqtwin.codec.errors import CodecError
-from rmqtwin.codec.message import (
-    MESSAGE_MAGIC_CODE,
-    MESSAGE_MAGIC_CODE_V2,
-    create_offset_msg_id,
-    decode_offset_msg_id,
-    store_host_spans,
-)
+from rmqtwin.codec.message import MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, store_host_spans
 
 __all__ = ["ADDRESS_HEADER_FIELDS", "MSG_ID_HEADER_FIELDS", "AddressRewriter"]
 
@@ -60,6 +54,8 @@ _MAP_STRING_VALUE = re.compile(rb'((?:"(?:[^"\\]|\\.)*"|-?\d+)\s*:\s*")([^"\\]*)
 _BROKER_ADDR = re.compile(rb'("brokerAddr"\s*:\s*")([^"\\]*)(")')
 _FILTER_TABLE = re.compile(rb'"filterServerTable"\s*:\s*\{([^{}]*)\}')
 _MAP_KEY = re.compile(rb'(")([^"\\]+)("\s*:\s*\[)')
+_MSG_ID_HOST_HEX = {32: 16, 56: 40}
+"""Offset msgId length -> hex chars of its IP + port part (IPv4, IPv6)."""
 _RECORD_MAGICS = {struct.pack(">i", MESSAGE_MAGIC_CODE), struct.pack(">i", MESSAGE_MAGIC_CODE_V2)}
 
 
@@ -91,6 +87,7 @@ class AddressRewriter:
         self._resolve = resolve
         self._lookup: Lookup = lookup if lookup is not None else (lambda addr: None)
         self.rewritten_frames = 0
+        self._host_cache: dict[bytes, bytes] = {}
 
     def _swap(self, addr: bytes, kind: str) -> bytes:
         text = addr.decode("utf-8", "replace")
@@ -183,23 +180,43 @@ class AddressRewriter:
         host, _, port = listener.rpartition(":")
         return host.strip("[]"), int(port)
 
+    def _host_replacement(self, raw: bytes) -> bytes | None:
+        """For a broker's IP + port bytes (8 or 20) as records and offset msgIds hold them, those of its
+        listener in the same family and length; ``None`` for an unknown broker or a named listener."""
+        known = self._host_cache.get(raw)
+        if known is not None:
+            return known
+        ip_len = len(raw) - 4
+        family = socket.AF_INET if ip_len == 4 else socket.AF_INET6
+        addr = f"{socket.inet_ntop(family, raw[:ip_len])}:{_I32.unpack_from(raw, ip_len)[0]}"
+        listener = self._listener_host(addr)
+        if listener is None:
+            return None
+        try:
+            packed = socket.inet_pton(family, listener[0])
+        except OSError:  # a name, or the other address family: the bytes must keep their length
+            return None
+        new = self._host_cache[raw] = packed + _I32.pack(listener[1])
+        return new
+
     def _swap_msg_ids(self, name: str, value: bytes) -> bytes:
-        ids = value.decode("ascii", "replace").split(",")
+        """Offset msgIds (``MessageDecoder.createMessageId``: hex of IP, port, commitlog offset) whose
+        IP and port are a broker's; anything else in the field (a UNIQ_KEY) stays."""
+        ids = value.split(b",")
         changed = False
         for i, msg_id in enumerate(ids):
-            try:
-                host, port, offset = decode_offset_msg_id(msg_id)
-            except CodecError:
-                continue
-            listener = self._listener_host(f"{host}:{port}")
-            if listener is None:
+            host_hex = _MSG_ID_HOST_HEX.get(len(msg_id))
+            if host_hex is None:
                 continue
             try:
-                ids[i] = create_offset_msg_id(listener, offset)
-            except CodecError:  # the advertised host is a name, not an IP literal
+                raw = bytes.fromhex(msg_id[:host_hex].decode("ascii"))
+            except (ValueError, UnicodeDecodeError):
                 continue
-            changed = True
-        return ",".join(ids).encode() if changed else value
+            new = self._host_replacement(raw)
+            if new is not None:
+                ids[i] = new.hex().upper().encode() + msg_id[host_hex:]
+                changed = True
+        return b",".join(ids) if changed else value
 
     def _rewrite_store_hosts(self, body: bytes) -> bytes:
         try:
@@ -208,20 +225,12 @@ class AddressRewriter:
             return body
         out: bytearray | None = None
         for start, length in spans:
-            ip_len = length - 4
-            family = socket.AF_INET if ip_len == 4 else socket.AF_INET6
-            host = socket.inet_ntop(family, body[start : start + ip_len])
-            port = _I32.unpack_from(body, start + ip_len)[0]
-            listener = self._listener_host(f"{host}:{port}")
-            if listener is None:
-                continue
-            try:
-                packed = socket.inet_pton(family, listener[0])
-            except OSError:  # a name, or the other address family: the record keeps its length
+            new = self._host_replacement(body[start : start + length])
+            if new is None:
                 continue
             if out is None:
                 out = bytearray(body)
-            out[start : start + length] = packed + _I32.pack(listener[1])
+            out[start : start + length] = new
         return body if out is None else bytes(out)
 
 
