@@ -162,6 +162,24 @@ class HeaderFieldError(HeaderError):
         self.response_code = ResponseCode.SYSTEM_ERROR
         self.remark = remark
 
+    @classmethod
+    def missing(cls, wire: str) -> HeaderFieldError:
+        """A required field ``wire`` is absent: the processor meets a null (an NPE in Java)."""
+        return cls(
+            f"the custom field <{wire}> is null",
+            wire,
+            f"java.lang.NullPointerException, the custom field <{wire}> is null",
+        )
+
+    @classmethod
+    def unparsable(cls, wire: str, text: str) -> HeaderFieldError:
+        """``wire`` holds ``text``, which is not a number of the field's type."""
+        return cls(
+            f"the custom field <{wire}> cannot be parsed: {text!r}",
+            wire,
+            f'java.lang.NumberFormatException: For input string: "{text}"',
+        )
+
 
 # --------------------------------------------------------------------------------------------- machinery
 
@@ -274,22 +292,14 @@ def from_ext_fields(cls: type[H], ext: Mapping[str, str] | None, *, strict: bool
         if text is None:
             if spec.required:
                 if strict:
-                    raise HeaderFieldError(
-                        f"the custom field <{spec.wire}> is null",
-                        spec.wire,
-                        f"java.lang.NullPointerException, the custom field <{spec.wire}> is null",
-                    )
+                    raise HeaderFieldError.missing(spec.wire)
                 values[spec.attr] = None
             continue
         try:
             values[spec.attr] = _parse(spec.kind, text)
         except _BadValueError:
             if strict:
-                raise HeaderFieldError(
-                    f"the custom field <{spec.wire}> cannot be parsed: {text!r}",
-                    spec.wire,
-                    f'java.lang.NumberFormatException: For input string: "{text}"',
-                ) from None
+                raise HeaderFieldError.unparsable(spec.wire, text) from None
             values[spec.attr] = spec.default
     return cls(**values)
 
@@ -758,7 +768,7 @@ class CreateTopicRequestHeader(TopicRequestHeader):
     perm: int
     topic_filter_type: str
     topic_sys_flag: int | None = None
-    order: bool
+    order: bool = False  # @CFNotNull but initialised: a missing value stays false, nothing fails
     attributes: str | None = None  # 5.x: "+key=value,…"
     force: bool | None = None  # 5.x
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 import orjson
 from twisted.internet.defer import Deferred
@@ -19,6 +19,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.codec.headers import CommandCustomHeader, HeaderFieldError, from_ext_fields, to_ext_fields
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
@@ -53,6 +54,7 @@ class RequestHandler(Protocol):
     def dispatch(self, channel: Channel, request: RemotingCommand) -> Any: ...
 
 
+H = TypeVar("H", bound=CommandCustomHeader)
 Handler: TypeAlias = Callable[["Channel", "RemotingCommand"], Any]
 
 log = Logger(namespace="rmqtwin.fakes")
@@ -61,28 +63,47 @@ log = Logger(namespace="rmqtwin.fakes")
 def response(
     code: int = ResponseCode.SUCCESS,
     remark: str | None = None,
-    ext_fields: Mapping[str, Any] | None = None,
+    ext_fields: CommandCustomHeader | Mapping[str, Any] | None = None,
     body: bytes | None = None,
 ) -> RemotingCommand:
     """A response command; the transport fills opaque, flag and serialize type from the request.
 
-    ``ext_fields`` values are stringified the way ``makeCustomHeaderToNet`` does (booleans as
-    ``true``/``false``, None dropped).
+    ``ext_fields`` is a typed response header (written by ``to_ext_fields``) or a mapping whose values
+    are stringified the way ``makeCustomHeaderToNet`` does (booleans as ``true``/``false``, None dropped).
     """
     from rmqtwin.codec.command import RemotingCommand
 
-    ext = None if ext_fields is None else {k: _ext_str(v) for k, v in ext_fields.items() if v is not None}
-    return RemotingCommand(code=int(code), remark=remark, ext_fields=ext, body=body, flag=1)
+    return RemotingCommand(code=int(code), remark=remark, ext_fields=_ext_map(ext_fields), body=body, flag=1)
+
+
+def _ext_map(ext_fields: CommandCustomHeader | Mapping[str, Any] | None) -> dict[str, str] | None:
+    if ext_fields is None:
+        return None
+    if isinstance(ext_fields, CommandCustomHeader):
+        return to_ext_fields(ext_fields)
+    return {k: _ext_str(v) for k, v in ext_fields.items() if v is not None}
+
+
+def decode_header(request: RemotingCommand, cls: type[H], *, strict: bool = True) -> H:
+    """The request's typed header; a missing or unparsable field raises ``HeaderFieldError``, which
+    the dispatcher answers as the real broker does. ``strict=False`` leaves such fields ``None``, for
+    a processor whose own checks meet the null first."""
+    return from_ext_fields(cls, request.ext_fields, strict=strict)
 
 
 def request_command(
-    code: int, ext_fields: Mapping[str, Any] | None = None, body: bytes | None = None, *, oneway: bool = False
+    code: int,
+    ext_fields: CommandCustomHeader | Mapping[str, Any] | None = None,
+    body: bytes | None = None,
+    *,
+    oneway: bool = False,
 ) -> RemotingCommand:
     """A request the server sends itself (broker → client, broker → name server)."""
     from rmqtwin.codec.command import RemotingCommand
 
-    ext = None if ext_fields is None else {k: _ext_str(v) for k, v in ext_fields.items() if v is not None}
-    return RemotingCommand(code=int(code), ext_fields=ext, body=body, flag=2 if oneway else 0)
+    return RemotingCommand(
+        code=int(code), ext_fields=_ext_map(ext_fields), body=body, flag=2 if oneway else 0
+    )
 
 
 FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
@@ -108,18 +129,10 @@ def ext(request: RemotingCommand) -> dict[str, str]:
     return request.ext_fields or {}
 
 
-class MissingField(Exception):  # noqa: N818 (mirrors RemotingCommandException's role)
-    """A required (``@CFNotNull``) header field is absent: Java fails the request the same way."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"the custom field <{name}> is null")
-        self.name = name
-
-
 def field(request: RemotingCommand, name: str) -> str:
     value = ext(request).get(name)
     if value is None:
-        raise MissingField(name)
+        raise HeaderFieldError.missing(name)
     return value
 
 
@@ -127,9 +140,12 @@ def int_field(request: RemotingCommand, name: str, default: int | None = None) -
     value = ext(request).get(name)
     if value is None or value == "":
         if default is None:
-            raise MissingField(name)
+            raise HeaderFieldError.missing(name)
         return default
-    return int(value)
+    try:
+        return int(value)
+    except ValueError:
+        raise HeaderFieldError.unparsable(name, value) from None
 
 
 def bool_field(request: RemotingCommand, name: str, default: bool = False) -> bool:
@@ -171,11 +187,10 @@ class Dispatcher:
         return result
 
     def _system_error(self, request: RemotingCommand, exc: BaseException) -> RemotingCommand:
-        if isinstance(exc, MissingField):
-            remark = f"org.apache.rocketmq.remoting.exception.RemotingCommandException: {exc}"
-        else:
-            log.failure("{server} handler for code {code} failed", server=self.name, code=request.code)
-            frame = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
-            where = f"\n{frame[0].filename}:{frame[0].lineno}" if frame else ""
-            remark = f"{type(exc).__name__}: {exc}{where}"
-        return response(ResponseCode.SYSTEM_ERROR, remark)
+        if isinstance(exc, HeaderFieldError):
+            # Java leaves the field null and the processor fails on it: SYSTEM_ERROR, exception text.
+            return response(exc.response_code, exc.remark)
+        log.failure("{server} handler for code {code} failed", server=self.name, code=request.code)
+        frame = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+        where = f"\n{frame[0].filename}:{frame[0].lineno}" if frame else ""
+        return response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}{where}")

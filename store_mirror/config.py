@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmqtwin.codec import fastjson
+from rmqtwin.codec.bodies import SubscriptionGroupConfig, from_value
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,8 @@ __all__ = [
     "TopicConfig",
     "TopicConfigManager",
     "file_to_string",
+    "group_from_json",
+    "group_to_json",
     "string_to_file",
     "to_pretty_json",
 ]
@@ -336,44 +339,22 @@ class ScheduleOffsets(ConfigManager):
 # ---------------------------------------------------------------------------------------------- groups
 
 
-@dataclass(slots=True)
-class SubscriptionGroupConfig:
-    group_name: str
-    consume_enable: bool = True
-    consume_from_min_enable: bool = True
-    consume_broadcast_enable: bool = True
-    retry_queue_nums: int = 1
-    retry_max_times: int = 16
-    broker_id: int = 0
-    which_broker_when_consume_slowly: int = 1
-    notify_consumer_ids_changed_enable: bool = True
+def group_to_json(cfg: SubscriptionGroupConfig) -> dict[str, Any]:
+    """A ``SubscriptionGroupConfig`` as its bean properties (sorted, nulls left out)."""
+    out = {}
+    for attr, java in fastjson.bean_fields(SubscriptionGroupConfig):
+        value = getattr(cfg, attr)
+        if value is not None:
+            out[java] = value
+    return out
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "brokerId": self.broker_id,
-            "consumeBroadcastEnable": self.consume_broadcast_enable,
-            "consumeEnable": self.consume_enable,
-            "consumeFromMinEnable": self.consume_from_min_enable,
-            "groupName": self.group_name,
-            "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
-            "retryMaxTimes": self.retry_max_times,
-            "retryQueueNums": self.retry_queue_nums,
-            "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
-        }
 
-    @classmethod
-    def from_json(cls, name: str, obj: Mapping[str, Any]) -> SubscriptionGroupConfig:
-        return cls(
-            group_name=str(obj.get("groupName", name)),
-            consume_enable=bool(obj.get("consumeEnable", True)),
-            consume_from_min_enable=bool(obj.get("consumeFromMinEnable", True)),
-            consume_broadcast_enable=bool(obj.get("consumeBroadcastEnable", True)),
-            retry_queue_nums=int(obj.get("retryQueueNums", 1)),
-            retry_max_times=int(obj.get("retryMaxTimes", 16)),
-            broker_id=int(obj.get("brokerId", 0)),
-            which_broker_when_consume_slowly=int(obj.get("whichBrokerWhenConsumeSlowly", 1)),
-            notify_consumer_ids_changed_enable=bool(obj.get("notifyConsumerIdsChangedEnable", True)),
-        )
+def group_from_json(name: str, obj: Mapping[str, Any]) -> SubscriptionGroupConfig:
+    """Read a bean (a missing ``groupName`` is the table key; unknown properties are ignored)."""
+    cfg = from_value(SubscriptionGroupConfig, obj)
+    if cfg.group_name is None:
+        cfg.group_name = name
+    return cfg
 
 
 BUILT_IN_GROUPS = (
@@ -396,17 +377,17 @@ class SubscriptionGroupManager(ConfigManager):
         self.data_version = DataVersion()
         if built_ins:
             for name in BUILT_IN_GROUPS:
-                self.subscription_group_table[name] = SubscriptionGroupConfig(name)
+                self.subscription_group_table[name] = SubscriptionGroupConfig(group_name=name)
 
     def encode(self) -> dict[str, Any]:
         return {
             "dataVersion": self.data_version.to_json(),
-            "subscriptionGroupTable": {n: g.to_json() for n, g in self.subscription_group_table.items()},
+            "subscriptionGroupTable": {n: group_to_json(g) for n, g in self.subscription_group_table.items()},
         }
 
     def decode(self, obj: Any) -> None:
         for name, g in (obj.get("subscriptionGroupTable") or {}).items():
-            self.subscription_group_table[str(name)] = SubscriptionGroupConfig.from_json(str(name), g)
+            self.subscription_group_table[str(name)] = group_from_json(str(name), g)
         self.data_version = DataVersion.from_json(obj.get("dataVersion"))
 
     def update_subscription_group_config(self, cfg: SubscriptionGroupConfig, persist: bool = True) -> None:

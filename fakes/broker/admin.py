@@ -11,9 +11,24 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec import fastjson
+from rmqtwin.codec.bodies import SubscriptionGroupConfig
 from rmqtwin.codec.codes import ResponseCode
-from rmqtwin.fakes.broker.topics import is_system_topic, topic_config, validate_topic
-from rmqtwin.fakes.dispatch import Channel, MissingField, ext, field, int_field, json_body, response
+from rmqtwin.codec.headers import (
+    CloneGroupOffsetRequestHeader,
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader,
+    GetBrokerConfigResponseHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GetTopicConfigRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+)
+from rmqtwin.fakes.broker.topics import is_system_topic, validate_topic
+from rmqtwin.fakes.dispatch import Channel, decode_header, json_body, response
+from rmqtwin.store_mirror.config import TopicConfig
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
@@ -35,26 +50,26 @@ class AdminProcessor:
 
     # -- topics ---------------------------------------------------------------------------------
     def update_and_create_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        fields = ext(request)
-        topic = field(request, "topic")
+        header = decode_header(request, CreateTopicRequestHeader)
+        topic = header.topic
         problem = validate_topic(topic)
         if problem is not None:
             return response(ResponseCode.SYSTEM_ERROR, problem)
         if is_system_topic(topic):
             return response(ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
-        config = topic_config(
+        config = TopicConfig(
             topic,
-            int_field(request, "readQueueNums"),
-            int_field(request, "writeQueueNums"),
-            int_field(request, "perm"),
-            fields.get("topicFilterType") or "SINGLE_TAG",
-            int(fields.get("topicSysFlag") or 0),
+            header.read_queue_nums,
+            header.write_queue_nums,
+            header.perm,
+            header.topic_filter_type or "SINGLE_TAG",
+            header.topic_sys_flag or 0,
         )
         self.broker.topics.put(config)
         return response()
 
     def delete_topic_in_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        topic = field(request, "topic")
+        topic = decode_header(request, DeleteTopicRequestHeader).topic
         problem = validate_topic(topic)
         if problem is not None:
             return response(ResponseCode.SYSTEM_ERROR, problem)
@@ -67,13 +82,13 @@ class AdminProcessor:
         return response(body=json_body(self.broker.topics.serialize_wrapper()))
 
     def get_topic_stats_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        topic = field(request, "topic")
+        topic = decode_header(request, GetTopicStatsInfoRequestHeader).topic
         config = self.broker.topics.get(topic)
         if config is None:
             return response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
         store = self.broker.store
         table: dict[Any, Any] = {}
-        for queue_id in range(config["writeQueueNums"]):
+        for queue_id in range(config.write_queue_nums):
             low = max(0, store.get_min_offset_in_queue(topic, queue_id))
             high = max(0, store.get_max_offset_in_queue(topic, queue_id))
             timestamp = store.get_message_store_timestamp(topic, queue_id, high - 1) if high > 0 else 0
@@ -85,10 +100,9 @@ class AdminProcessor:
         return response(body=fastjson.dumps({"offsetTable": table}))
 
     def query_topic_consume_by_who(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        topic = field(request, "topic")
-        groups = set(self.broker.consumers.groups_by_topic(topic)) | self.broker.offsets.groups_by_topic(
-            topic
-        )
+        topic = decode_header(request, QueryTopicConsumeByWhoRequestHeader).topic
+        groups = set(self.broker.consumers.groups_by_topic(topic))
+        groups |= self.broker.offsets.which_group_by_topic(topic)
         return response(body=json_body({"groupList": sorted(groups)}))
 
     def get_system_topic_list_from_broker(
@@ -102,32 +116,29 @@ class AdminProcessor:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         if request.body:
-            config = fastjson.loads(request.body)
-            if isinstance(config, dict) and config.get("groupName"):
+            config = SubscriptionGroupConfig.decode(request.body)
+            if config.group_name:
                 self.broker.groups.put(config)
         return response()
 
     def get_all_subscription_group_config(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
-        groups = self.broker.groups
-        return response(
-            body=json_body({"dataVersion": groups.data_version, "subscriptionGroupTable": groups.table})
-        )
+        return response(body=json_body(self.broker.groups.encode()))
 
     def delete_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        fields = ext(request)
-        group = field(request, "groupName")
+        header = decode_header(request, DeleteSubscriptionGroupRequestHeader)
+        group = header.group_name
         self.broker.groups.delete(group)
-        if (fields.get("removeOffset") or fields.get("cleanOffset") or "false").lower() == "true":
-            self.broker.offsets.remove_group(group)
+        if header.remove_offset or header.clean_offset:
+            self.broker.offsets.remove_offset(group)
         return response()
 
     def get_consume_stats(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         broker = self.broker
-        group = field(request, "consumerGroup")
-        topic = ext(request).get("topic")
-        topics = {topic} if topic and topic.strip() else broker.offsets.topics_by_group(group)
+        header = decode_header(request, GetConsumeStatsRequestHeader)
+        group, topic = header.consumer_group, header.topic
+        topics = {topic} if topic and topic.strip() else broker.offsets.which_topic_by_consumer(group)
         table: dict[Any, Any] = {}
         group_info = broker.consumers.groups.get(group)
         for name in sorted(topics):
@@ -136,7 +147,7 @@ class AdminProcessor:
                 continue
             if group_info is not None and group_info.subscriptions and name not in group_info.subscriptions:
                 continue
-            for queue_id in range(config["readQueueNums"]):
+            for queue_id in range(config.read_queue_nums):
                 broker_offset = max(0, broker.store.get_max_offset_in_queue(name, queue_id))
                 consumer_offset = max(0, broker.offsets.query_offset(group, name, queue_id))
                 wrapper: dict[str, Any] = {"brokerOffset": broker_offset, "consumerOffset": consumer_offset}
@@ -156,7 +167,7 @@ class AdminProcessor:
         }
 
     def get_consumer_connection_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        group = field(request, "consumerGroup")
+        group = decode_header(request, GetConsumerConnectionListRequestHeader).consumer_group
         info = self.broker.consumers.groups.get(group)
         if info is None:
             return response(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
@@ -170,7 +181,7 @@ class AdminProcessor:
         return response(body=json_body(body))
 
     def get_producer_connection_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        group = field(request, "producerGroup")
+        group = decode_header(request, GetProducerConnectionListRequestHeader).producer_group
         channels = self.broker.producers.groups.get(group)
         if channels is None:
             return response(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
@@ -230,8 +241,8 @@ class AdminProcessor:
     def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         broker = self.broker
         text = "".join(f"{k}={v}\n" for k, v in broker.config.to_properties().items())
-        version = json_body(broker.config_data_version).decode()
-        return response(ext_fields={"version": version}, body=text.encode("utf-8"))
+        version = json_body(broker.config_data_version.to_json()).decode()
+        return response(ext_fields=GetBrokerConfigResponseHeader(version=version), body=text.encode("utf-8"))
 
     def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         import javaproperties
@@ -247,22 +258,20 @@ class AdminProcessor:
         return response()
 
     def get_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        topic = field(request, "topic")
+        topic = decode_header(request, GetTopicConfigRequestHeader).topic
         config = self.broker.topics.get(topic)
         if config is None:
             return response(ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {topic}")
-        return response(body=json_body({"topicConfig": config}))
+        return response(body=json_body({"topicConfig": config.to_json()}))
 
     def clone_group_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        fields = ext(request)
-        src, dest = fields.get("srcGroup"), fields.get("destGroup")
-        if src is None or dest is None:
-            raise MissingField("srcGroup" if src is None else "destGroup")
-        topic = fields.get("topic")
-        topics = {topic} if topic else self.broker.offsets.topics_by_group(src)
+        header = decode_header(request, CloneGroupOffsetRequestHeader)
+        src, dest, topic = header.src_group, header.dest_group, header.topic
+        offsets = self.broker.offsets
+        topics = {topic} if topic else offsets.which_topic_by_consumer(src)
         for name in topics:
-            for queue_id, offset in self.broker.offsets.query_group(src, name).items():
-                self.broker.offsets.commit_offset(channel.remote_addr, dest, name, queue_id, offset)
+            for queue_id, offset in offsets.query_offsets(src, name).items():
+                offsets.commit_offset(dest, name, queue_id, offset)
         return response()
 
 

@@ -10,9 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode, language_name
+from rmqtwin.codec.headers import (
+    EmptyHeader,
+    GetConsumerListByGroupRequestHeader,
+    NotifyConsumerIdsChangedRequestHeader,
+    UnregisterClientRequestHeader,
+)
 from rmqtwin.fakes.broker.clients import ClientChannelInfo
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
-from rmqtwin.fakes.dispatch import Channel, ext, field, json_body, request_command, response
+from rmqtwin.fakes.dispatch import Channel, decode_header, json_body, request_command, response
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
@@ -49,11 +55,11 @@ class ClientManageProcessor:
             group_config = broker.groups.find(group)
             notify = True
             if group_config is not None:
-                notify = bool(group_config.get("notifyConsumerIdsChangedEnable", True))
+                notify = group_config.notify_consumer_ids_changed_enable
                 sys_flag = 2 if consumer.get("unitMode") else 0
                 broker.topics.create_in_send_back_method(
                     RETRY_GROUP_TOPIC_PREFIX + group,
-                    int(group_config.get("retryQueueNums", 1)),
+                    group_config.retry_queue_nums,
                     PERM_WRITE | PERM_READ,
                     sys_flag,
                 )
@@ -72,20 +78,19 @@ class ClientManageProcessor:
 
     def unregister_client(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         broker = self.broker
-        fields = ext(request)
-        producer_group = fields.get("producerGroup")
-        if producer_group:
-            broker.producers.unregister(producer_group, channel)
-        consumer_group = fields.get("consumerGroup")
+        header = decode_header(request, UnregisterClientRequestHeader)
+        if header.producer_group:
+            broker.producers.unregister(header.producer_group, channel)
+        consumer_group = header.consumer_group
         if consumer_group:
             group_config = broker.groups.table.get(consumer_group)
-            notify = group_config is None or bool(group_config.get("notifyConsumerIdsChangedEnable", True))
+            notify = group_config is None or group_config.notify_consumer_ids_changed_enable
             broker.consumers.unregister(
                 consumer_group,
                 channel,
                 notify_enabled=notify and broker.config.notify_consumer_ids_changed_enable,
             )
-        return response(ext_fields={})
+        return response(ext_fields=EmptyHeader())
 
     def check_client_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         body = fastjson.loads(request.body or b"{}")
@@ -99,7 +104,7 @@ class ClientManageProcessor:
         return response()
 
     def get_consumer_list_by_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        group = field(request, "consumerGroup")
+        group = decode_header(request, GetConsumerListByGroupRequestHeader).consumer_group
         group_info = self.broker.consumers.groups.get(group)
         if group_info is not None:
             ids = group_info.client_ids()
@@ -128,6 +133,8 @@ def notify_consumer_ids_changed(group: str, channels: list[Any]) -> None:
         if getattr(channel, "is_active", False):
             channel.send_oneway(
                 request_command(
-                    RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}, oneway=True
+                    RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                    NotifyConsumerIdsChangedRequestHeader(consumer_group=group),
+                    oneway=True,
                 )
             )

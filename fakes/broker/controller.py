@@ -8,7 +8,6 @@ server address is configured.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +22,6 @@ from rmqtwin.fakes.broker.client_manage import ClientManageProcessor, notify_con
 from rmqtwin.fakes.broker.clients import ConsumerManager, ProducerManager, RebalanceLockManager
 from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
 from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable, OffsetProcessor
-from rmqtwin.fakes.broker.persist import ConfigFiles
 from rmqtwin.fakes.broker.pull import PullProcessor
 from rmqtwin.fakes.broker.query import QueryProcessor
 from rmqtwin.fakes.broker.schedule import ScheduleMessageService
@@ -34,6 +32,7 @@ from rmqtwin.fakes.broker.transaction import TransactionService
 from rmqtwin.fakes.config import BrokerConfig
 from rmqtwin.fakes.dispatch import Channel, Dispatcher
 from rmqtwin.fakes.namesrv_client import NamesrvClient
+from rmqtwin.store_mirror.config import DataVersion
 
 log = Logger()
 
@@ -57,14 +56,13 @@ class BrokerController:
         self.boot_time_ms = self.now_ms()
         self.store_host = (config.broker_ip1 or "127.0.0.1", config.listen_port)
         self.sync_flush = config.flush_disk_type == "SYNC_FLUSH"
-        self.files = ConfigFiles(os.path.join(store_dir, "config"))
-        self.config_data_version: dict[str, Any] = {"counter": 0, "timestamp": self.now_ms()}
+        self.config_data_version = DataVersion(0, self.now_ms())
 
-        self.topics = TopicTable(config, on_change=self._topics_changed)
+        self.topics = TopicTable(store_dir, config, on_change=self._topics_changed)
         self.groups = SubscriptionGroupTable(
-            config.auto_create_subscription_group, on_change=self._groups_changed
+            store_dir, config.auto_create_subscription_group, on_change=self._groups_changed
         )
-        self.offsets = ConsumerOffsetTable()
+        self.offsets = ConsumerOffsetTable(store_dir)
         self.consumers = ConsumerManager(notify_consumer_ids_changed)
         self.producers = ProducerManager()
         self.locks = RebalanceLockManager()
@@ -155,20 +153,10 @@ class BrokerController:
 
     # -- lifecycle -------------------------------------------------------------------------------
     def load(self) -> bool:
-        topics = self.files.read("topics.json")
-        if topics:
-            self.topics.load(topics.get("topicConfigTable") or {}, topics.get("dataVersion"))
-        groups = self.files.read("subscriptionGroup.json")
-        if groups:
-            for config in (groups.get("subscriptionGroupTable") or {}).values():
-                self.groups.table[config["groupName"]] = config
-        offsets = self.files.read("consumerOffset.json")
-        if offsets:
-            self.offsets.load(offsets)
-        delay = self.files.read("delayOffset.json")
-        if delay:
-            self.schedule.load(delay)
-        return bool(self.store.load())
+        """``BrokerController.initialize``: the config files (each falling back to its ``.bak``), then
+        the store; False when one cannot be read at all."""
+        loaded = self.topics.load() and self.offsets.load() and self.groups.load() and self.schedule.load()
+        return loaded and bool(self.store.load())
 
     def start(self) -> Deferred[Any]:
         """Start the store and services; fires once registered with every name server."""
@@ -211,19 +199,16 @@ class BrokerController:
 
     # -- persistence -----------------------------------------------------------------------------
     def persist_topics(self) -> None:
-        self.files.write("topics.json", self.topics.serialize_wrapper())
+        self.topics.persist()
 
     def persist_groups(self) -> None:
-        self.files.write(
-            "subscriptionGroup.json",
-            {"dataVersion": self.groups.data_version, "subscriptionGroupTable": self.groups.table},
-        )
+        self.groups.persist()
 
     def persist_offsets(self) -> None:
         if self.offsets.dirty:
             self.offsets.dirty = False
-            self.files.write("consumerOffset.json", self.offsets.to_json_obj())
-        self.files.write("delayOffset.json", self.schedule.to_json_obj())
+            self.offsets.persist()
+        self.schedule.persist()
 
     def persist_all(self) -> None:
         self.persist_topics()
@@ -243,10 +228,7 @@ class BrokerController:
             self.persist_groups()
 
     def bump_config_version(self) -> None:
-        self.config_data_version = {
-            "counter": int(self.config_data_version["counter"]) + 1,
-            "timestamp": self.now_ms(),
-        }
+        self.config_data_version.next_version(self.now_ms())
 
     # -- events ------------------------------------------------------------------------------------
     def register_broker_all(self) -> Deferred[Any]:
@@ -274,5 +256,5 @@ class BrokerController:
 
     def delete_topic(self, topic: str) -> None:
         self.topics.delete(topic)
-        self.offsets.remove_topic(topic)
+        self.offsets.clean_offset_by_topic(topic)
         self.store.delete_topics([topic])

@@ -1,71 +1,46 @@
-"""Subscription group configs (Java ``SubscriptionGroupManager``), auto-created on first use."""
+"""Subscription group configs (Java ``SubscriptionGroupManager``), auto-created on first use.
+
+The table is the store's ``SubscriptionGroupManager`` (``rmqtwin.store_mirror.config``), so
+``subscriptionGroup.json`` has the layout and ``.bak`` discipline a real broker writes and reads, and a
+group is the one ``SubscriptionGroupConfig`` bean of ``rmqtwin.codec.bodies``.
+"""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from typing import Any
 
-SYSTEM_GROUPS = (
-    "TOOLS_CONSUMER",
-    "FILTERSRV_CONSUMER",
-    "__MONITOR_CONSUMER",
-    "CID_ONS-HTTP-PROXY",
-    "CID_ONSAPI_PULL",
-    "CID_ONSAPI_PERMISSION",
-    "CID_ONSAPI_OWNER",
-)
+from rmqtwin.codec.bodies import SubscriptionGroupConfig
+from rmqtwin.store_mirror.config import SubscriptionGroupManager
+
 CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
 
 
-def subscription_group_config(name: str, **overrides: Any) -> dict[str, Any]:
-    """A ``SubscriptionGroupConfig`` bean with the 4.9 defaults."""
-    config = {
-        "brokerId": 0,
-        "consumeBroadcastEnable": True,
-        "consumeEnable": True,
-        "consumeFromMinEnable": True,
-        "groupName": name,
-        "notifyConsumerIdsChangedEnable": True,
-        "retryMaxTimes": 16,
-        "retryQueueNums": 1,
-        "whichBrokerWhenConsumeSlowly": 1,
-    }
-    config.update(overrides)
-    return config
+class SubscriptionGroupTable(SubscriptionGroupManager):
+    """Built-in groups first, a persisted table merged over them; ``on_change`` after every change."""
 
-
-class SubscriptionGroupTable:
-    def __init__(self, auto_create: bool, on_change: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, store_dir: str, auto_create: bool, on_change: Callable[[], None] | None = None
+    ) -> None:
+        super().__init__(store_dir)
         self.auto_create = auto_create
-        self.table: dict[str, dict[str, Any]] = {}
-        self.data_version: dict[str, Any] = {"counter": 0, "timestamp": int(time.time() * 1000)}
         self.on_change = on_change or (lambda: None)
-        for name in SYSTEM_GROUPS:
-            self.table[name] = subscription_group_config(name)
-        self.table["TOOLS_CONSUMER"]["consumeBroadcastEnable"] = True
 
-    def find(self, group: str) -> dict[str, Any] | None:
+    @property
+    def table(self) -> dict[str, SubscriptionGroupConfig]:
+        return self.subscription_group_table
+
+    def find(self, group: str) -> SubscriptionGroupConfig | None:
         """``findSubscriptionGroupConfig``: auto-creates when allowed."""
-        config = self.table.get(group)
+        config = self.subscription_group_table.get(group)
         if config is None and (self.auto_create or group.startswith(CID_RMQ_SYS_PREFIX)):
-            config = subscription_group_config(group)
+            config = SubscriptionGroupConfig(group_name=group)
             self.put(config)
         return config
 
-    def put(self, config: dict[str, Any]) -> None:
-        base = subscription_group_config(config["groupName"])
-        base.update(config)
-        self.table[config["groupName"]] = base
-        self._bump()
+    def put(self, config: SubscriptionGroupConfig) -> None:
+        self.update_subscription_group_config(config, persist=False)
+        self.on_change()
 
     def delete(self, group: str) -> None:
-        if self.table.pop(group, None) is not None:
-            self._bump()
-
-    def _bump(self) -> None:
-        self.data_version = {
-            "counter": int(self.data_version.get("counter", 0)) + 1,
-            "timestamp": int(time.time() * 1000),
-        }
-        self.on_change()
+        if self.delete_subscription_group_config(group, persist=False):
+            self.on_change()

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 from twisted.internet.interfaces import IDelayedCall
 
 from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.codec.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rmqtwin.fakes.broker.topics import is_readable
-from rmqtwin.fakes.dispatch import Channel, MissingField, ext, response, suggest_todo
+from rmqtwin.fakes.dispatch import Channel, decode_header, response, suggest_todo
 from rmqtwin.store_mirror.record import java_string_hash
 
 if TYPE_CHECKING:
@@ -188,22 +189,10 @@ class PullProcessor:
         self, channel: Channel, request: RemotingCommand, *, allow_suspend: bool
     ) -> RemotingCommand | None:
         broker = self.broker
-        fields = ext(request)
-        for name in (
-            "consumerGroup",
-            "topic",
-            "queueId",
-            "queueOffset",
-            "maxMsgNums",
-            "sysFlag",
-            "commitOffset",
-        ):
-            if fields.get(name) is None:
-                raise MissingField(name)
-        group, topic = fields["consumerGroup"], fields["topic"]
-        queue_id, queue_offset = int(fields["queueId"]), int(fields["queueOffset"])
-        max_msg_nums, sys_flag = int(fields["maxMsgNums"]), int(fields["sysFlag"])
-        commit_offset = int(fields["commitOffset"])
+        header = decode_header(request, PullMessageRequestHeader)
+        group, topic = header.consumer_group, header.topic
+        queue_id, queue_offset = header.queue_id, header.queue_offset
+        sys_flag = header.sys_flag
 
         if not is_readable(broker.config.broker_permission):
             return response(
@@ -216,12 +205,12 @@ class PullProcessor:
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                 f"subscription group [{group}] does not exist, {suggest_todo()}",
             )
-        if not group_config.get("consumeEnable", True):
+        if not group_config.consume_enable:
             return response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
         has_suspend = bool(sys_flag & FLAG_SUSPEND)
         has_commit = bool(sys_flag & FLAG_COMMIT_OFFSET)
         has_subscription = bool(sys_flag & FLAG_SUBSCRIPTION)
-        suspend_millis = int(fields.get("suspendTimeoutMillis") or 0) if has_suspend else 0
+        suspend_millis = header.suspend_timeout_millis if has_suspend else 0
 
         topic_config = broker.topics.get(topic)
         if topic_config is None:
@@ -229,19 +218,19 @@ class PullProcessor:
                 ResponseCode.TOPIC_NOT_EXIST,
                 f"topic[{topic}] not exist, apply first please! {suggest_todo()}",
             )
-        if not is_readable(topic_config["perm"]):
+        if not is_readable(topic_config.perm):
             return response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
-        if queue_id < 0 or queue_id >= topic_config["readQueueNums"]:
+        if queue_id < 0 or queue_id >= topic_config.read_queue_nums:
             return response(
                 ResponseCode.SYSTEM_ERROR,
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
-                f"[{topic_config['readQueueNums']}] consumer:[{channel.remote_addr}]",
+                f"[{topic_config.read_queue_nums}] consumer:[{channel.remote_addr}]",
             )
 
         if has_subscription:
             try:
                 subscription = build_subscription_data(
-                    topic, fields.get("subscription"), fields.get("expressionType") or "TAG"
+                    topic, header.subscription, header.expression_type or "TAG"
                 )
             except Exception:
                 return response(
@@ -254,10 +243,7 @@ class PullProcessor:
                     ResponseCode.SUBSCRIPTION_NOT_EXIST,
                     f"the consumer's group info not exist{suggest_todo()}",
                 )
-            if (
-                not group_config.get("consumeBroadcastEnable", True)
-                and group_info.message_model == "BROADCASTING"
-            ):
+            if not group_config.consume_broadcast_enable and group_info.message_model == "BROADCASTING":
                 return response(
                     ResponseCode.NO_PERMISSION,
                     f"the consumer group[{group}] can not consume by broadcast way",
@@ -268,7 +254,7 @@ class PullProcessor:
                     ResponseCode.SUBSCRIPTION_NOT_EXIST,
                     f"the consumer's subscription not exist{suggest_todo()}",
                 )
-            if int(found.get("subVersion", 0)) < int(fields.get("subVersion") or 0):
+            if int(found.get("subVersion", 0)) < header.sub_version:
                 return response(
                     ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
                 )
@@ -281,15 +267,15 @@ class PullProcessor:
             )
 
         result = broker.store.get_message(
-            group, topic, queue_id, queue_offset, max_msg_nums, TagMessageFilter(subscription)
+            group, topic, queue_id, queue_offset, header.max_msg_nums, TagMessageFilter(subscription)
         )
         status = result.status.name
-        header = {
-            "suggestWhichBrokerId": 0,
-            "nextBeginOffset": result.next_begin_offset,
-            "minOffset": result.min_offset,
-            "maxOffset": result.max_offset,
-        }
+        answer_header = PullMessageResponseHeader(
+            suggest_which_broker_id=0,
+            next_begin_offset=result.next_begin_offset,
+            min_offset=result.min_offset,
+            max_offset=result.max_offset,
+        )
         if status in ("NO_MATCHED_LOGIC_QUEUE", "NO_MESSAGE_IN_QUEUE"):
             code = ResponseCode.PULL_OFFSET_MOVED if queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
         else:
@@ -299,7 +285,7 @@ class PullProcessor:
         if code == ResponseCode.SUCCESS:
             body = b"".join(bytes(buf) for buf in result.message_buffers)
             broker.stats.on_get(topic, len(result.message_buffers))
-            answer = response(code, status, header, body)
+            answer = response(code, status, answer_header, body)
         elif code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
             timeout = (
                 suspend_millis
@@ -315,8 +301,8 @@ class PullProcessor:
             self.hold.suspend(topic, queue_id, pull)
             answer = None
         else:
-            answer = response(code, status, header)
+            answer = response(code, status, answer_header)
 
         if allow_suspend and has_commit and broker.config.broker_role != "SLAVE":
-            broker.offsets.commit_offset(channel.remote_addr, group, topic, queue_id, commit_offset)
+            broker.offsets.commit_offset(group, topic, queue_id, header.commit_offset)
         return answer

@@ -5,13 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rmqtwin.codec.codes import ResponseCode
-from rmqtwin.fakes.dispatch import Channel, ext, field, int_field, response
+from rmqtwin.codec.headers import (
+    QueryMessageRequestHeader,
+    QueryMessageResponseHeader,
+    ViewMessageRequestHeader,
+)
+from rmqtwin.fakes.dispatch import Channel, decode_header, response
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
     from rmqtwin.fakes.broker.controller import BrokerController
-
-UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
 
 
 class QueryProcessor:
@@ -19,26 +22,26 @@ class QueryProcessor:
         self.broker = broker
 
     def query_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        topic, key = field(request, "topic"), field(request, "key")
-        max_num = int_field(request, "maxNum")
-        if ext(request).get(UNIQUE_MSG_QUERY_FLAG) == "true":
+        header = decode_header(request, QueryMessageRequestHeader)
+        max_num = header.max_num
+        if header.unique_key_query:
             max_num = self.broker.config.default_query_max_num
         result = self.broker.store.query_message(
-            topic, key, max_num, int_field(request, "beginTimestamp"), int_field(request, "endTimestamp")
+            header.topic, header.key, max_num, header.begin_timestamp, header.end_timestamp
         )
-        header = {
-            "indexLastUpdateTimestamp": result.index_last_update_timestamp,
-            "indexLastUpdatePhyoffset": result.index_last_update_phyoffset,
-        }
+        answer_header = QueryMessageResponseHeader(
+            index_last_update_timestamp=result.index_last_update_timestamp,
+            index_last_update_phyoffset=result.index_last_update_phyoffset,
+        )
         if result.message_buffers:
             body = b"".join(bytes(b) for b in result.message_buffers)
-            return response(ext_fields=header, body=body)
+            return response(ext_fields=answer_header, body=body)
         return response(
-            ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct", header
+            ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct", answer_header
         )
 
     def view_message_by_id(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        offset = int_field(request, "offset")
+        offset = decode_header(request, ViewMessageRequestHeader).offset
         data = self.broker.store.select_one_message_by_offset(offset)
         if data:
             return response(body=data)

@@ -18,6 +18,7 @@ from twisted.logger import Logger
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.message import decode_message_record
 from rmqtwin.fakes.broker.topics import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
+from rmqtwin.store_mirror.config import ScheduleOffsets
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
 
 if TYPE_CHECKING:
@@ -29,11 +30,13 @@ TICK_SECONDS = 0.1
 log = Logger()
 
 
-class ScheduleMessageService:
+class ScheduleMessageService(ScheduleOffsets):
+    """The delivery loop; its offsets per level are persisted as ``config/delayOffset.json``."""
+
     def __init__(self, broker: BrokerController, on_change: Callable[[], None] | None = None) -> None:
+        super().__init__(broker.store_dir)
         self.broker = broker
         self.levels_ms = [int(s * 1000) for s in broker.config.delay_levels_seconds()]
-        self.offset_table: dict[int, int] = {}
         self.on_change = on_change or (lambda: None)
         self._loop: LoopingCall | None = None
 
@@ -47,13 +50,6 @@ class ScheduleMessageService:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         self._loop = None
-
-    def load(self, obj: dict[Any, Any]) -> None:
-        for level, offset in (obj.get("offsetTable") or {}).items():
-            self.offset_table[int(level)] = int(offset)
-
-    def to_json_obj(self) -> dict[str, Any]:
-        return {"offsetTable": dict(self.offset_table)}
 
     def deliver_due(self) -> int:
         """Re-put every parked message whose time has come; returns how many were delivered."""
@@ -90,7 +86,7 @@ class ScheduleMessageService:
                 if stop:
                     break
             if moved:
-                self.offset_table[level] = offset
+                self.update_offset(level, offset)
         if delivered:
             self.on_change()
         return delivered

@@ -15,6 +15,13 @@ from twisted.internet.defer import Deferred
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.headers import (
+    ConsumerSendMsgBackRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+    send_v2_to_v1,
+)
 from rmqtwin.codec.message import decode_batch, merge_batch_properties
 from rmqtwin.fakes.broker.topics import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -26,7 +33,7 @@ from rmqtwin.fakes.broker.topics import (
     is_writeable,
     validate_topic,
 )
-from rmqtwin.fakes.dispatch import Channel, MissingField, ext, response, suggest_todo
+from rmqtwin.fakes.dispatch import Channel, decode_header, response, suggest_todo
 from rmqtwin.store_mirror.record import (
     MULTI_TAGS_FLAG,
     MessageExtBrokerInner,
@@ -37,56 +44,20 @@ from rmqtwin.store_mirror.record import (
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
     from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.store_mirror.config import TopicConfig
 
 V3_4_9 = 121
 V5_0_0 = 413
 DLQ_NUMS_PER_GROUP = 1
 
-# SendMessageRequestHeaderV2's one-letter names.
-V2_NAMES = {
-    "a": "producerGroup",
-    "b": "topic",
-    "c": "defaultTopic",
-    "d": "defaultTopicQueueNums",
-    "e": "queueId",
-    "f": "sysFlag",
-    "g": "bornTimestamp",
-    "h": "flag",
-    "i": "properties",
-    "j": "reconsumeTimes",
-    "k": "unitMode",
-    "l": "maxReconsumeTimes",
-    "m": "batch",
-    "n": "brokerName",
-}
-_REQUIRED = (
-    "producerGroup",
-    "topic",
-    "defaultTopic",
-    "defaultTopicQueueNums",
-    "queueId",
-    "sysFlag",
-    "bornTimestamp",
-    "flag",
-)
+_SEND_V2_CODES = (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
 
 
-def send_header(request: RemotingCommand) -> dict[str, str]:
-    """The V1 header of any send request (V2 letters mapped to their V1 names)."""
-    fields = ext(request)
-    if request.code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-        header = {V2_NAMES.get(k, k): v for k, v in fields.items()}
-    else:
-        header = dict(fields)
-    for name in _REQUIRED:
-        if header.get(name) is None:
-            raise MissingField(name)
-    return header
-
-
-def _opt_int(header: dict[str, str], name: str) -> int | None:
-    value = header.get(name)
-    return None if value is None or value == "" else int(value)
+def send_header(request: RemotingCommand) -> SendMessageRequestHeader:
+    """``parseRequestHeader``: the V1 header of any send request (a V2 header converted)."""
+    if request.code in _SEND_V2_CODES:
+        return send_v2_to_v1(decode_header(request, SendMessageRequestHeaderV2))
+    return decode_header(request, SendMessageRequestHeader)
 
 
 class SendProcessor:
@@ -105,11 +76,11 @@ class SendProcessor:
 
     # -- checks ---------------------------------------------------------------------------------
     def msg_check(
-        self, channel: Channel, header: dict[str, str]
-    ) -> tuple[dict[str, Any] | None, RemotingCommand | None]:
+        self, channel: Channel, header: SendMessageRequestHeader
+    ) -> tuple[TopicConfig | None, RemotingCommand | None]:
         """``msgCheck``: the topic config to send to, or the failure response."""
         broker = self.broker
-        topic = header["topic"]
+        topic = header.topic
         ext_fields = self._send_response_ext()
         if not is_writeable(broker.config.broker_permission) and broker.topics.is_order_topic(topic):
             return None, self._forbidden()
@@ -122,10 +93,9 @@ class SendProcessor:
             )
         config = broker.topics.get(topic)
         if config is None:
-            unit = header.get("unitMode", "false") == "true"
-            sys_flag = (2 if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else 1) if unit else 0
+            sys_flag = (2 if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else 1) if header.unit_mode else 0
             config = broker.topics.create_in_send_message_method(
-                topic, header["defaultTopic"], int(header["defaultTopicQueueNums"]), sys_flag
+                topic, header.default_topic, header.default_topic_queue_nums, sys_flag
             )
             if config is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 config = broker.topics.create_in_send_back_method(topic, 1, PERM_WRITE | PERM_READ, sys_flag)
@@ -135,8 +105,8 @@ class SendProcessor:
                     f"topic[{topic}] not exist, apply first please!{suggest_todo()}",
                     ext_fields,
                 )
-        queue_id = int(header["queueId"])
-        valid = max(config["writeQueueNums"], config["readQueueNums"])
+        queue_id = header.queue_id
+        valid = max(config.write_queue_nums, config.read_queue_nums)
         if queue_id >= valid:
             return None, response(
                 ResponseCode.SYSTEM_ERROR,
@@ -148,21 +118,27 @@ class SendProcessor:
 
     # -- SEND_MESSAGE / V2 / BATCH ----------------------------------------------------------------
     def process_send(self, channel: Channel, request: RemotingCommand) -> Any:
+        topic_key = "b" if request.code in _SEND_V2_CODES else "topic"
+        if request.version < V5_0_0 and (request.ext_fields or {}).get(topic_key) is None:
+            # 4.9's msgCheck meets the null topic before anything else does (5.x fails with an NPE).
+            return response(ResponseCode.SYSTEM_ERROR, validate_topic(None), self._send_response_ext())
         header = send_header(request)
-        if header.get("batch") == "true" or request.code == RequestCode.SEND_BATCH_MESSAGE:
+        if header.batch or request.code == RequestCode.SEND_BATCH_MESSAGE:
             return self.send_batch(channel, request, header)
         return self.send_message(channel, request, header)
 
-    def send_message(self, channel: Channel, request: RemotingCommand, header: dict[str, str]) -> Any:
+    def send_message(
+        self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
+    ) -> Any:
         broker = self.broker
         config, failure = self.msg_check(channel, header)
         if failure is not None or config is None:
             return failure
-        topic = header["topic"]
-        queue_id = int(header["queueId"])
+        topic = header.topic
+        queue_id = header.queue_id
         if queue_id < 0:
-            queue_id = random.randrange(99_999_999) % max(1, config["writeQueueNums"])
-        reconsume_times = _opt_int(header, "reconsumeTimes") or 0
+            queue_id = random.randrange(99_999_999) % max(1, config.write_queue_nums)
+        reconsume_times = header.reconsume_times or 0
         delay_to_zero = False
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
@@ -173,8 +149,8 @@ class SendProcessor:
                     f"subscription group not exist, {group} {suggest_todo()}",
                     self._send_response_ext(),
                 )
-            max_reconsume = int(group_config["retryMaxTimes"])
-            header_max = _opt_int(header, "maxReconsumeTimes")
+            max_reconsume = group_config.retry_max_times
+            header_max = header.max_reconsume_times
             if request.version >= V3_4_9 and header_max is not None:
                 max_reconsume = header_max
             if reconsume_times >= max_reconsume:
@@ -184,10 +160,10 @@ class SendProcessor:
                     topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ
                 )
                 delay_to_zero = True
-        sys_flag = int(header["sysFlag"])
-        if config.get("topicFilterType") == "MULTI_TAG":
+        sys_flag = header.sys_flag
+        if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
-        props = string_to_properties(header.get("properties") or "")
+        props = string_to_properties(header.properties or "")
         if delay_to_zero:
             # 4.9.8 sets DELAY=0 before the request's properties replace the map: a client DELAY survives.
             props.setdefault("DELAY", "0")
@@ -202,11 +178,11 @@ class SendProcessor:
             topic=topic,
             body=request.body or b"",
             queue_id=queue_id,
-            flag=int(header["flag"]),
+            flag=header.flag,
             properties=props,
             properties_string=properties_to_string(props),
             sys_flag=sys_flag,
-            born_timestamp=int(header["bornTimestamp"]),
+            born_timestamp=header.born_timestamp,
             born_host=_host_tuple(channel.remote_addr),
             store_host=broker.store_host,
             reconsume_times=reconsume_times,
@@ -220,25 +196,25 @@ class SendProcessor:
         result = broker.store.put_message(msg)
         return self._handle_put_result(result, msg, queue_id, wait_store=wait != "false")
 
-    def send_batch(self, channel: Channel, request: RemotingCommand, header: dict[str, str]) -> Any:
+    def send_batch(self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader) -> Any:
         broker = self.broker
-        topic = header["topic"]
+        topic = header.topic
         config, failure = self.msg_check(channel, header)
         if failure is not None or config is None:
             return failure
-        queue_id = int(header["queueId"])
+        queue_id = header.queue_id
         if queue_id < 0:
-            queue_id = random.randrange(99_999_999) % max(1, config["writeQueueNums"])
+            queue_id = random.randrange(99_999_999) % max(1, config.write_queue_nums)
         if len(topic) > TOPIC_MAX_LENGTH:
             return response(
                 ResponseCode.MESSAGE_ILLEGAL,
                 f"message topic length too long {len(topic)}",
                 self._send_response_ext(),
             )
-        sys_flag = int(header["sysFlag"])
-        if config.get("topicFilterType") == "MULTI_TAG":
+        sys_flag = header.sys_flag
+        if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
-        props = string_to_properties(header.get("properties") or "")
+        props = string_to_properties(header.properties or "")
         props["CLUSTER"] = broker.config.broker_cluster_name
         batch_props = properties_to_string(props)
         try:
@@ -246,8 +222,8 @@ class SendProcessor:
         except CodecError:
             return self._failed_put("MESSAGE_ILLEGAL")
         born_host = _host_tuple(channel.remote_addr)
-        born_timestamp = int(header["bornTimestamp"])
-        reconsume_times = _opt_int(header, "reconsumeTimes") or 0
+        born_timestamp = header.born_timestamp
+        reconsume_times = header.reconsume_times or 0
         batch = []
         five = request.version >= V5_0_0
         for item in items:
@@ -286,8 +262,13 @@ class SendProcessor:
         topic = msg.topic
         broker.stats.on_put(topic, int(getattr(append, "msg_num", 1) or 1))
         broker.notify_message_arriving(topic, msg.queue_id)
-        ext_fields = self._send_response_ext()
-        ext_fields.update(msgId=append.msg_id, queueId=queue_id, queueOffset=append.logics_offset)
+        ext_fields = SendMessageResponseHeader(
+            msg_id=append.msg_id,
+            queue_id=queue_id,
+            queue_offset=append.logics_offset,
+            msg_region=broker.config.region_id,
+            trace_on=broker.config.trace_on,
+        )
         if not wait_store or not broker.sync_flush:
             return response(ext_fields=ext_fields)
         flushed: Deferred[Any] = broker.store.wait_for_flush(result)
@@ -334,12 +315,8 @@ class SendProcessor:
     # -- CONSUMER_SEND_MSG_BACK ---------------------------------------------------------------
     def consumer_send_msg_back(self, channel: Channel, request: RemotingCommand) -> Any:
         broker = self.broker
-        fields = ext(request)
-        group = fields.get("group")
-        if group is None or fields.get("offset") is None or fields.get("delayLevel") is None:
-            raise MissingField(
-                "group" if group is None else "offset" if fields.get("offset") is None else "delayLevel"
-            )
+        header = decode_header(request, ConsumerSendMsgBackRequestHeader)
+        group = header.group
         group_config = broker.groups.find(group)
         if group_config is None:
             return response(
@@ -351,30 +328,29 @@ class SendProcessor:
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
             )
-        retry_queue_nums = int(group_config["retryQueueNums"])
+        retry_queue_nums = group_config.retry_queue_nums
         if retry_queue_nums <= 0:
             return response()
         new_topic = RETRY_GROUP_TOPIC_PREFIX + group
         queue_id = random.randrange(99_999_999) % retry_queue_nums
-        unit = fields.get("unitMode", "false") == "true"
         config = broker.topics.create_in_send_back_method(
-            new_topic, retry_queue_nums, PERM_WRITE | PERM_READ, 2 if unit else 0
+            new_topic, retry_queue_nums, PERM_WRITE | PERM_READ, 2 if header.unit_mode else 0
         )
-        if not is_writeable(config["perm"]):
+        if not is_writeable(config.perm):
             return response(
                 ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden"
             )
-        offset = int(fields["offset"])
+        offset = header.offset
         msg_ext = broker.store.look_message_by_offset(offset)
         if msg_ext is None:
             return response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}")
         props = dict(msg_ext.properties)
         props.setdefault("RETRY_TOPIC", msg_ext.topic)
         props["WAIT"] = "false"
-        delay_level = int(fields["delayLevel"])
-        max_reconsume = int(group_config["retryMaxTimes"])
-        if request.version >= V3_4_9 and fields.get("maxReconsumeTimes") not in (None, ""):
-            max_reconsume = int(fields["maxReconsumeTimes"])
+        delay_level = header.delay_level
+        max_reconsume = group_config.retry_max_times
+        if request.version >= V3_4_9 and header.max_reconsume_times is not None:
+            max_reconsume = header.max_reconsume_times
         if msg_ext.reconsume_times >= max_reconsume or delay_level < 0:
             new_topic = DLQ_GROUP_TOPIC_PREFIX + group
             queue_id = random.randrange(99_999_999) % DLQ_NUMS_PER_GROUP
@@ -406,14 +382,13 @@ class SendProcessor:
         return response(ResponseCode.SYSTEM_ERROR, result.status.name)
 
 
-def topic_config_str(config: dict[str, Any]) -> str:
+def topic_config_str(config: TopicConfig) -> str:
     """Java ``TopicConfig.toString`` (quoted in the queueId-illegal remark)."""
     return (
-        f"TopicConfig [topicName={config['topicName']}, readQueueNums={config['readQueueNums']}, "
-        f"writeQueueNums={config['writeQueueNums']}, perm={perm_to_string(config['perm'])}, "
-        f"topicFilterType={config.get('topicFilterType', 'SINGLE_TAG')}, "
-        f"topicSysFlag={config.get('topicSysFlag', 0)}, "
-        f"order={str(config.get('order', False)).lower()}]"
+        f"TopicConfig [topicName={config.topic_name}, readQueueNums={config.read_queue_nums}, "
+        f"writeQueueNums={config.write_queue_nums}, perm={perm_to_string(config.perm)}, "
+        f"topicFilterType={config.topic_filter_type}, topicSysFlag={config.topic_sys_flag}, "
+        f"order={str(config.order).lower()}]"
     )
 
 

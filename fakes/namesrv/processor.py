@@ -12,17 +12,27 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
-from rmqtwin.fakes.dispatch import (
-    Channel,
-    Dispatcher,
-    bool_field,
-    ext,
-    field,
-    int_field,
-    json_body,
-    response,
-    suggest_todo,
+from rmqtwin.codec.headers import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
+    DeleteKVConfigRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetRouteInfoRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    HeaderFieldError,
+    PutKVConfigRequestHeader,
+    QueryDataVersionRequestHeader,
+    QueryDataVersionResponseHeader,
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
 )
+from rmqtwin.fakes.dispatch import Channel, Dispatcher, decode_header, json_body, response, suggest_todo
 from rmqtwin.fakes.namesrv.routeinfo import RouteInfoManager
 
 if TYPE_CHECKING:
@@ -96,25 +106,29 @@ class NamesrvProcessor:
 
     # -- KV config ----------------------------------------------------------------------------
     def put_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        fields = ext(request)
-        if fields.get("namespace") is None or fields.get("key") is None:
+        header = decode_header(request, PutKVConfigRequestHeader, strict=False)
+        if header.namespace is None or header.key is None:
             return response(ResponseCode.SYSTEM_ERROR, "namespace or key is null")
-        self.kv.put(fields["namespace"], fields["key"], field(request, "value"))
+        if header.value is None:
+            raise HeaderFieldError.missing("value")
+        self.kv.put(header.namespace, header.key, header.value)
         return response()
 
     def get_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        namespace, key = field(request, "namespace"), field(request, "key")
+        header = decode_header(request, GetKVConfigRequestHeader)
+        namespace, key = header.namespace, header.key
         value = self.kv.get(namespace, key)
         if value is not None:
-            return response(ext_fields={"value": value})
+            return response(ext_fields=GetKVConfigResponseHeader(value=value))
         return response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace} Key: {key}")
 
     def delete_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        self.kv.delete(field(request, "namespace"), field(request, "key"))
+        header = decode_header(request, DeleteKVConfigRequestHeader)
+        self.kv.delete(header.namespace, header.key)
         return response()
 
     def get_kv_list_by_namespace(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        namespace = field(request, "namespace")
+        namespace = decode_header(request, GetKVListByNamespaceRequestHeader).namespace
         table = self.kv.namespace(namespace)
         if table is not None:
             return response(body=json_body({"table": table}))
@@ -122,16 +136,16 @@ class NamesrvProcessor:
 
     # -- brokers ------------------------------------------------------------------------------
     def register_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        fields = ext(request)
+        header = decode_header(request, RegisterBrokerRequestHeader)
         body = request.body or b""
-        crc = int(fields.get("bodyCrc32") or 0)
+        crc = header.body_crc32 or 0
         if crc != 0 and (zlib.crc32(body) & 0x7FFFFFFF) != crc:
             return response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
         wrapper: dict[str, Any] | None
         filter_servers: list[str] = []
         if request.version >= V3_0_11:
             if body:
-                if bool_field(request, "compressed"):
+                if header.compressed:
                     register_body = decode_compressed_register_body(body)
                 else:
                     register_body = orjson.loads(body)
@@ -142,11 +156,11 @@ class NamesrvProcessor:
         else:
             wrapper = orjson.loads(body) if body else None
         result = self.routes.register_broker(
-            cluster_name=field(request, "clusterName"),
-            broker_addr=field(request, "brokerAddr"),
-            broker_name=field(request, "brokerName"),
-            broker_id=int_field(request, "brokerId"),
-            ha_server_addr=fields.get("haServerAddr", ""),
+            cluster_name=header.cluster_name,
+            broker_addr=header.broker_addr,
+            broker_name=header.broker_name,
+            broker_id=header.broker_id,
+            ha_server_addr=header.ha_server_addr,
             topic_config_wrapper=wrapper,
             filter_server_list=filter_servers,
             channel=channel,
@@ -154,45 +168,47 @@ class NamesrvProcessor:
         )
         order_conf = self.kv.namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
         return response(
-            ext_fields={"haServerAddr": result.ha_server_addr, "masterAddr": result.master_addr},
+            ext_fields=RegisterBrokerResponseHeader(
+                ha_server_addr=result.ha_server_addr, master_addr=result.master_addr
+            ),
             body=json_body({"table": order_conf}) if order_conf else None,
         )
 
     def unregister_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = decode_header(request, UnRegisterBrokerRequestHeader)
         self.routes.unregister_broker(
-            field(request, "clusterName"),
-            field(request, "brokerAddr"),
-            field(request, "brokerName"),
-            int_field(request, "brokerId"),
+            header.cluster_name, header.broker_addr, header.broker_name, header.broker_id
         )
         return response()
 
     def query_data_version(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        addr = field(request, "brokerAddr")
+        addr = decode_header(request, QueryDataVersionRequestHeader).broker_addr
         theirs = orjson.loads(request.body) if request.body else {}
         live = self.routes.broker_live_table.get(addr)
         changed = live is None or live.data_version != theirs
         if live is not None:
             live.last_update = self.clock()
         return response(
-            ext_fields={"changed": changed},
+            ext_fields=QueryDataVersionResponseHeader(changed=changed),
             body=json_body(live.data_version) if live is not None else None,
         )
 
     # -- routes -------------------------------------------------------------------------------
     def get_route_info_by_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        topic = field(request, "topic")
-        route = self.routes.pickup_topic_route_data(topic)
+        header = decode_header(request, GetRouteInfoRequestHeader, strict=False)
+        topic = header.topic
+        # Java looks a missing topic up as null and answers TOPIC_NOT_EXIST for "null".
+        route = None if topic is None else self.routes.pickup_topic_route_data(topic)
         if route is None:
             return response(
                 ResponseCode.TOPIC_NOT_EXIST,
                 f"No topic route info in name server for the topic: {topic}{suggest_todo()}",
             )
-        if self.order_message_enable:
+        if self.order_message_enable and topic is not None:
             order_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
             if order_conf is not None:
                 route["orderTopicConf"] = order_conf
-        standard = request.version >= V4_9_4 or bool_field(request, "acceptStandardJsonOnly")
+        standard = request.version >= V4_9_4 or bool(header.accept_standard_json_only)
         return response(body=encode_route(route, standard_json=standard))
 
     def get_broker_cluster_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -203,23 +219,32 @@ class NamesrvProcessor:
 
     def get_topics_by_cluster(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         return response(
-            body=json_body({"topicList": self.routes.topics_by_cluster(field(request, "cluster"))})
+            body=json_body(
+                {
+                    "topicList": self.routes.topics_by_cluster(
+                        decode_header(request, GetTopicsByClusterRequestHeader).cluster
+                    )
+                }
+            )
         )
 
     def get_system_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         return response(body=json_body(self.routes.system_topics()))
 
     def delete_topic_in_namesrv(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        self.routes.delete_topic(field(request, "topic"), ext(request).get("clusterName") or None)
+        header = decode_header(request, DeleteTopicFromNamesrvRequestHeader)
+        self.routes.delete_topic(header.topic, header.cluster_name or None)
         return response()
 
     def wipe_write_perm(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        count = self.routes.change_write_perm(field(request, "brokerName"), wipe=True)
-        return response(ext_fields={"wipeTopicCount": count})
+        broker_name = decode_header(request, WipeWritePermOfBrokerRequestHeader).broker_name
+        count = self.routes.change_write_perm(broker_name, wipe=True)
+        return response(ext_fields=WipeWritePermOfBrokerResponseHeader(wipe_topic_count=count))
 
     def add_write_perm(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        count = self.routes.change_write_perm(field(request, "brokerName"), wipe=False)
-        return response(ext_fields={"addTopicCount": count})
+        broker_name = decode_header(request, AddWritePermOfBrokerRequestHeader).broker_name
+        count = self.routes.change_write_perm(broker_name, wipe=False)
+        return response(ext_fields=AddWritePermOfBrokerResponseHeader(add_topic_count=count))
 
     def get_namesrv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         text = "".join(f"{k}={v}\n" for k, v in sorted(self.config.items()))
