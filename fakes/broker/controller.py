@@ -20,6 +20,7 @@ from rmqtwin.codec.codes import RequestCode
 from rmqtwin.fakes.broker.admin import AdminProcessor
 from rmqtwin.fakes.broker.client_manage import ClientManageProcessor, notify_consumer_ids_changed
 from rmqtwin.fakes.broker.clients import ConsumerManager, ProducerManager, RebalanceLockManager
+from rmqtwin.fakes.broker.filter import ConsumerFilterProcessor
 from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
 from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable, OffsetProcessor
 from rmqtwin.fakes.broker.pull import PullProcessor
@@ -29,6 +30,7 @@ from rmqtwin.fakes.broker.send import SendProcessor
 from rmqtwin.fakes.broker.stats import BrokerStats
 from rmqtwin.fakes.broker.topics import TopicTable
 from rmqtwin.fakes.broker.transaction import TransactionService
+from rmqtwin.fakes.broker.transaction_check import TransactionalMessageCheckService
 from rmqtwin.fakes.config import BrokerConfig
 from rmqtwin.fakes.dispatch import Channel, Dispatcher
 from rmqtwin.fakes.namesrv_client import NamesrvClient
@@ -70,6 +72,8 @@ class BrokerController:
         self.store = store if store is not None else self._create_store()
         self.schedule = ScheduleMessageService(self, on_change=lambda: None)
         self.transactions = TransactionService(self)
+        self.transaction_check = TransactionalMessageCheckService(self)
+        self.consumer_filter = ConsumerFilterProcessor(self)
 
         self.send = SendProcessor(self)
         self.pull = PullProcessor(self)
@@ -122,7 +126,7 @@ class BrokerController:
             RequestCode.GET_EARLIEST_MSG_STORETIME: self.offset_processor.get_earliest_msg_storetime,
             RequestCode.HEART_BEAT: self.client_manage.heart_beat,
             RequestCode.UNREGISTER_CLIENT: self.client_manage.unregister_client,
-            RequestCode.CHECK_CLIENT_CONFIG: self.client_manage.check_client_config,
+            RequestCode.CHECK_CLIENT_CONFIG: self.consumer_filter.check_client_config,
             RequestCode.GET_CONSUMER_LIST_BY_GROUP: self.client_manage.get_consumer_list_by_group,
             RequestCode.LOCK_BATCH_MQ: self.client_manage.lock_batch_mq,
             RequestCode.UNLOCK_BATCH_MQ: self.client_manage.unlock_batch_mq,
@@ -162,6 +166,7 @@ class BrokerController:
         """Start the store and services; fires once registered with every name server."""
         self.store.start()
         self.schedule.start()
+        self.transaction_check.start()
         self._every(self.config.flush_consumer_offset_interval / 1000.0, self.persist_offsets)
         self._every(HOUSEKEEPING_INTERVAL, self.scan_not_active_channels)
         self._started = True
@@ -184,6 +189,7 @@ class BrokerController:
                 loop.stop()
         self._loops = []
         self.schedule.stop()
+        self.transaction_check.stop()
         self.pull.hold.stop()
         unregistered: Deferred[Any] = (
             self.namesrv.unregister_all() if self.namesrv is not None else succeed(None)

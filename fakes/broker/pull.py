@@ -15,6 +15,7 @@ from twisted.internet.interfaces import IDelayedCall
 
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from rmqtwin.fakes.broker.filter import FilterError, message_filter_for
 from rmqtwin.fakes.broker.topics import is_readable
 from rmqtwin.fakes.dispatch import Channel, decode_header, response, suggest_todo
 from rmqtwin.store_mirror.record import java_string_hash
@@ -259,6 +260,10 @@ class PullProcessor:
                     ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
                 )
             subscription = found
+        try:
+            message_filter = message_filter_for(subscription, request.version, from_request=has_subscription)
+        except FilterError as exc:
+            return response(exc.code, exc.remark)
         expression_type = subscription.get("expressionType") or "TAG"
         if expression_type != "TAG" and not broker.config.enable_property_filter:
             return response(
@@ -267,7 +272,7 @@ class PullProcessor:
             )
 
         result = broker.store.get_message(
-            group, topic, queue_id, queue_offset, header.max_msg_nums, TagMessageFilter(subscription)
+            group, topic, queue_id, queue_offset, header.max_msg_nums, message_filter
         )
         status = result.status.name
         answer_header = PullMessageResponseHeader(
