@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec import fastjson
-from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.codec.codes import ResponseCode, version_ordinal
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.message import decode_message_record
 from rmqtwin.fakes.broker.sql92 import Expression, SelectorParseError, compile_selector, matches
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 EXPRESSION_TYPE_TAG = "TAG"
 EXPRESSION_TYPE_SQL92 = "SQL92"
-FIRST_5X_VERSION = 413  # MQVersion ordinal of V5_0_0
+FIRST_5X_VERSION = version_ordinal("5.0.0")
 
 
 class FilterError(Exception):

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.codec.codes import ResponseCode, version_ordinal
 from rmqtwin.codec.headers import EndTransactionRequestHeader, HeaderFieldError, from_ext_fields
+from rmqtwin.codec.message import MessageConst, MessageExt
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from rmqtwin.fakes.dispatch import Channel, response
 from rmqtwin.store_mirror.record import (
@@ -28,6 +29,8 @@ from rmqtwin.store_mirror.record import (
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
     from rmqtwin.fakes.broker.controller import BrokerController
+
+V5_0_0 = version_ordinal("5.0.0")
 
 
 class TransactionService:
@@ -61,6 +64,8 @@ class TransactionService:
         half = self.broker.store.look_message_by_offset(commit_log_offset)
         if half is None:
             return response(ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed")
+        if request.version >= V5_0_0 and self._reject_commit_or_rollback(header, half):
+            return response(ResponseCode.ILLEGAL_OPERATION)
         props = dict(half.properties)
         if props.get("PGROUP") != header.producer_group:
             return response(ResponseCode.SYSTEM_ERROR, "The producer group wrong")
@@ -99,6 +104,21 @@ class TransactionService:
             self.broker.notify_message_arriving(real_topic, inner.queue_id)
         self._put_op(half.queue_offset)
         return answer
+
+    def _reject_commit_or_rollback(self, header: EndTransactionRequestHeader, half: MessageExt) -> bool:
+        """5.x ``rejectCommitOrRollback``: an answer not asked for by a check, after the message's
+        ``CHECK_IMMUNITY_TIME_IN_SECONDS``, is refused (the check-back decides it)."""
+        if header.from_transaction_check:
+            return False
+        text = half.properties.get(MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)
+        if not text:
+            return False
+        timeout = int(self.broker.config.transaction_timeout)
+        try:
+            immunity = int(text) * 1000
+        except ValueError:
+            immunity = timeout
+        return self.broker.now_ms() - half.born_timestamp > immunity
 
     def _put_op(self, half_queue_offset: int) -> Any:
         broker = self.broker

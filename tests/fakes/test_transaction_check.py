@@ -302,3 +302,24 @@ def test_check_body_is_a_v1_record_with_the_real_topic() -> None:
     assert (decoded.topic, decoded.queue_id, decoded.body_crc) == ("T", 3, 1234)
     assert (decoded.queue_offset, decoded.commitlog_offset) == (9, 4096)
     assert decoded.properties == msg.properties
+
+
+def test_5x_refuses_an_unasked_answer_after_the_immunity_time(env: Any) -> None:
+    broker, clock = env
+    p = producer(broker, clock)
+    send_half(p, b"late", "UNIQ8", extra={"CHECK_IMMUNITY_TIME_IN_SECONDS": "10"})
+    [half] = stored(broker, TRANS_HALF_TOPIC, 0)
+    fields = {
+        "producerGroup": GROUP,
+        "tranStateTableOffset": half.queue_offset,
+        "commitLogOffset": half.commitlog_offset,
+        "commitOrRollback": COMMIT,
+        "fromTransactionCheck": False,
+        "msgId": "UNIQ8",
+    }
+    clock.advance(11)
+    assert p.call(RequestCode.END_TRANSACTION, fields, version=477).code == ResponseCode.ILLEGAL_OPERATION
+    assert stored(broker, TOPIC) == []
+    # 4.9 has no such rule; nor does 5.x for the answer to a check.
+    assert p.call(RequestCode.END_TRANSACTION, fields, version=409).code == ResponseCode.SUCCESS
+    assert [m.body for m in stored(broker, TOPIC)] == [b"late"]
