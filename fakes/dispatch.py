@@ -125,36 +125,6 @@ def json_body(obj: Any) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
 
 
-def ext(request: RemotingCommand) -> dict[str, str]:
-    return request.ext_fields or {}
-
-
-def field(request: RemotingCommand, name: str) -> str:
-    value = ext(request).get(name)
-    if value is None:
-        raise HeaderFieldError.missing(name)
-    return value
-
-
-def int_field(request: RemotingCommand, name: str, default: int | None = None) -> int:
-    value = ext(request).get(name)
-    if value is None or value == "":
-        if default is None:
-            raise HeaderFieldError.missing(name)
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise HeaderFieldError.unparsable(name, value) from None
-
-
-def bool_field(request: RemotingCommand, name: str, default: bool = False) -> bool:
-    value = ext(request).get(name)
-    if value is None:
-        return default
-    return value.lower() == "true"
-
-
 class Dispatcher:
     """One server's table from request code to handler."""
 

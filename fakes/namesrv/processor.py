@@ -199,12 +199,13 @@ class NamesrvProcessor:
         topic = header.topic
         # Java looks a missing topic up as null and answers TOPIC_NOT_EXIST for "null".
         route = None if topic is None else self.routes.pickup_topic_route_data(topic)
-        if route is None:
+        if topic is None or route is None:
+            shown = "null" if topic is None else topic
             return response(
                 ResponseCode.TOPIC_NOT_EXIST,
-                f"No topic route info in name server for the topic: {topic}{suggest_todo()}",
+                f"No topic route info in name server for the topic: {shown}{suggest_todo()}",
             )
-        if self.order_message_enable and topic is not None:
+        if self.order_message_enable:
             order_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
             if order_conf is not None:
                 route["orderTopicConf"] = order_conf

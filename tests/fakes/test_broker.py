@@ -438,3 +438,138 @@ def test_a_5x_client_gets_5x_property_handling(env: Any) -> None:
     assert first.properties["WAIT"] == "true" and first.properties["MSG_REGION"] == "DefaultRegion"
     assert first.properties["TRACE_ON"] == "true" and first.properties["CLUSTER"] == "DefaultCluster"
     assert [m.properties for m in batch] == [{"UNIQ_KEY": "U0"}, {"UNIQ_KEY": "U1"}]
+
+
+def _v2_send_fields(topic: str) -> dict[str, Any]:
+    return {"a": "pg", "b": topic, "c": "TBW102", "d": 4, "e": 0, "f": 0, "g": 1, "h": 0}
+
+
+def test_bad_send_headers_get_the_java_processors_answers(env: Any) -> None:
+    """Java's decoder only logs a missing field; the processor then fails on the null (NPE) or on the
+    number it cannot parse, and NettyRemotingAbstract answers SYSTEM_ERROR with the exception text."""
+    broker, clock = env
+    p = peer(broker, clock)
+    no_queue = {k: v for k, v in _v2_send_fields("TopicH").items() if k != "e"}
+    missing = p.call(RequestCode.SEND_MESSAGE_V2, no_queue, b"x", version=409)
+    assert (missing.code, missing.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        "java.lang.NullPointerException, the custom field <e> is null",
+    )
+    bad = p.call(RequestCode.SEND_MESSAGE_V2, {**_v2_send_fields("TopicH"), "d": "x"}, b"x", version=409)
+    assert (bad.code, bad.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        'java.lang.NumberFormatException: For input string: "x"',
+    )
+    # 4.9's msgCheck meets the null topic first (seen on a real 4.9.7); 5.x fails with an NPE.
+    no_topic = {k: v for k, v in _v2_send_fields("TopicH").items() if k != "b"}
+    blank = p.call(RequestCode.SEND_MESSAGE_V2, no_topic, b"x", version=409)
+    assert (blank.code, blank.remark) == (ResponseCode.SYSTEM_ERROR, "The specified topic is blank.")
+    assert (blank.ext_fields or {}).get("MSG_REGION") == "DefaultRegion"
+    five = p.call(RequestCode.SEND_MESSAGE_V2, no_topic, b"x", version=453)
+    assert (five.code, five.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        "java.lang.NullPointerException, the custom field <b> is null",
+    )
+    v1 = {"producerGroup": "pg", "topic": "TopicH", "defaultTopic": "TBW102", "queueId": 0, "sysFlag": 0}
+    v1_missing = p.call(RequestCode.SEND_MESSAGE, {**v1, "bornTimestamp": 1}, b"x", version=409)
+    assert (
+        v1_missing.remark
+        == "java.lang.NullPointerException, the custom field <defaultTopicQueueNums> is null"
+    )
+    # the connection and the broker carry on
+    assert send_v2(p, "TopicH", b"fine").code == ResponseCode.SUCCESS
+    ok = p.call(RequestCode.SEND_MESSAGE_V2, _v2_send_fields("TopicH"), b"x", version=409)
+    assert ok.code == ResponseCode.SUCCESS
+    assert set(ok.ext_fields or {}) == {"msgId", "queueId", "queueOffset", "MSG_REGION", "TRACE_ON"}
+
+
+def test_bad_pull_and_offset_headers_get_the_java_processors_answers(env: Any) -> None:
+    broker, clock = env
+    p = peer(broker, clock)
+    header = {k: v for k, v in pull_header("gb", "TopicB", 0).items() if k != "queueOffset"}
+    pull = p.call(RequestCode.PULL_MESSAGE, header)
+    assert (pull.code, pull.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        "java.lang.NullPointerException, the custom field <queueOffset> is null",
+    )
+    max_offset = p.call(RequestCode.GET_MAX_OFFSET, {"topic": "TopicB", "queueId": "x"})
+    assert (max_offset.code, max_offset.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        'java.lang.NumberFormatException: For input string: "x"',
+    )
+    back = p.call(RequestCode.CONSUMER_SEND_MSG_BACK, {"group": "gb", "offset": 0})
+    assert back.remark == "java.lang.NullPointerException, the custom field <delayLevel> is null"
+    found = p.call(RequestCode.GET_MAX_OFFSET, {"topic": "TopicB", "queueId": 0})
+    assert (found.code, found.ext_fields) == (ResponseCode.SUCCESS, {"offset": "0"})
+
+
+def test_restart_reads_back_topics_offsets_and_groups_in_the_brokers_layout(tmp_path: Any) -> None:
+    clock = Clock()
+    clock.advance(1_700_000_000)
+    broker = make_broker(tmp_path, clock)
+    p = peer(broker, clock)
+    create = {
+        "topic": "Kept",
+        "defaultTopic": "TBW102",
+        "readQueueNums": 2,
+        "writeQueueNums": 3,
+        "perm": 6,
+        "topicFilterType": "SINGLE_TAG",
+    }
+    assert p.call(RequestCode.UPDATE_AND_CREATE_TOPIC, create).code == ResponseCode.SUCCESS
+    group = orjson.dumps({"groupName": "gk", "retryMaxTimes": 3, "consumeBroadcastEnable": False})
+    assert p.call(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, group).code == ResponseCode.SUCCESS
+    offset = {"consumerGroup": "gk", "topic": "Kept", "queueId": 2, "commitOffset": 7}
+    assert p.call(RequestCode.UPDATE_CONSUMER_OFFSET, offset).code == ResponseCode.SUCCESS
+    broker.shutdown()
+
+    config_dir = tmp_path / "store" / "config"
+    topics = (config_dir / "topics.json").read_text()
+    assert (
+        '\t\t"Kept":{\n\t\t\t"order":false,\n\t\t\t"perm":6,\n\t\t\t"readQueueNums":2,\n'
+        '\t\t\t"topicFilterType":"SINGLE_TAG",\n\t\t\t"topicName":"Kept",\n\t\t\t"topicSysFlag":0,\n'
+        '\t\t\t"writeQueueNums":3\n\t\t}'
+    ) in topics
+    assert (config_dir / "topics.json.bak").exists()  # the previous content, as MixAll.string2File keeps it
+    groups = (config_dir / "subscriptionGroup.json").read_text()
+    assert '\t\t"gk":{\n\t\t\t"brokerId":0,\n\t\t\t"consumeBroadcastEnable":false,' in groups
+    assert '"__MONITOR_CONSUMER"' not in groups and '"SELF_TEST_C_GROUP"' in groups  # Java's built-ins
+    offsets = (config_dir / "consumerOffset.json").read_text()
+    assert offsets == '{\n\t"offsetTable":{\n\t\t"Kept@gk":{2:7\n\t\t}\n\t}\n}'
+    assert (config_dir / "delayOffset.json").read_text() == '{\n\t"offsetTable":{}\n}'
+
+    again = make_broker(tmp_path, clock)
+    try:
+        kept = again.topics.get("Kept")
+        assert kept is not None
+        assert (kept.read_queue_nums, kept.write_queue_nums) == (2, 3)
+        assert again.topics.data_version.counter == broker.topics.data_version.counter
+        group_config = again.groups.find("gk")
+        assert group_config is not None
+        assert (group_config.retry_max_times, group_config.consume_broadcast_enable) == (3, False)
+        q = peer(again, clock)
+        query = q.call(
+            RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "gk", "topic": "Kept", "queueId": 2}
+        )
+        assert (query.code, query.ext_fields) == (ResponseCode.SUCCESS, {"offset": "7"})
+        listed = orjson.loads(q.call(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG).body or b"")
+        assert listed["subscriptionGroupTable"]["gk"]["retryMaxTimes"] == 3
+    finally:
+        again.shutdown()
+
+
+def test_an_unreadable_config_file_falls_back_to_its_bak(tmp_path: Any) -> None:
+    clock = Clock()
+    broker = make_broker(tmp_path, clock)
+    offset = {"consumerGroup": "gf", "topic": "TopicF", "queueId": 0, "commitOffset": 3}
+    assert peer(broker, clock).call(RequestCode.UPDATE_CONSUMER_OFFSET, offset).code == ResponseCode.SUCCESS
+    broker.persist_all()
+    broker.offsets.commit_offset("gf", "TopicF", 0, 4)
+    broker.shutdown()
+    path = tmp_path / "store" / "config" / "consumerOffset.json"
+    path.write_text("{not json")
+    again = make_broker(tmp_path, clock)
+    try:
+        assert again.offsets.query_offset("gf", "TopicF", 0) == 3
+    finally:
+        again.shutdown()

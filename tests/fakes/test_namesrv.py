@@ -211,3 +211,42 @@ def test_good_frames_before_a_broken_one_are_answered_then_the_connection_closes
     answers = [decode_command(frame) for frame in FrameDecoder().feed(peer.transport.value())]
     assert [(a.opaque, a.code, a.is_response) for a in answers] == [(7, ResponseCode.SUCCESS, True)]
     assert peer.transport.disconnecting
+
+
+def test_typed_header_answers(namesrv: tuple[NamesrvController, Clock]) -> None:
+    """Missing fields get the Java processors' answers; typed response headers carry the results."""
+    controller, clock = namesrv
+    client = Peer(controller.dispatcher, clock)
+    no_topic = client.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {}, version=409)
+    assert no_topic.code == ResponseCode.TOPIC_NOT_EXIST
+    assert (no_topic.remark or "").startswith("No topic route info in name server for the topic: null")
+    no_key = client.call(RequestCode.PUT_KV_CONFIG, {"namespace": "N", "value": "v"})
+    assert (no_key.code, no_key.remark) == (ResponseCode.SYSTEM_ERROR, "namespace or key is null")
+    no_value = client.call(RequestCode.PUT_KV_CONFIG, {"namespace": "N", "key": "k"})
+    assert (no_value.code, no_value.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        "java.lang.NullPointerException, the custom field <value> is null",
+    )
+    bad_id = client.call(
+        RequestCode.UNREGISTER_BROKER,
+        {"brokerName": "b", "brokerAddr": "a", "clusterName": "c", "brokerId": "zero"},
+    )
+    assert (bad_id.code, bad_id.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        'java.lang.NumberFormatException: For input string: "zero"',
+    )
+    answer = register(Peer(controller.dispatcher, clock), register_body({"T": 4}))
+    assert answer.code == ResponseCode.SUCCESS and answer.ext_fields == {}
+    wipe = client.call(RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
+    assert (wipe.code, wipe.ext_fields) == (ResponseCode.SUCCESS, {"wipeTopicCount": "1"})
+    version = client.call(
+        RequestCode.QUERY_DATA_VERSION,
+        {
+            "brokerName": "broker-a",
+            "brokerAddr": "10.0.0.5:10911",
+            "clusterName": "DefaultCluster",
+            "brokerId": 0,
+        },
+        orjson.dumps({"counter": 1, "timestamp": 1700000000000}),
+    )
+    assert (version.code, version.ext_fields) == (ResponseCode.SUCCESS, {"changed": "false"})
