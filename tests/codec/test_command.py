@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
 import struct
-import subprocess
 from collections.abc import Callable
 
 import orjson
@@ -577,73 +574,6 @@ def test_codec_errors_are_codec_errors() -> None:
 
 # --- random commands against the real Java RemotingCommand (4.9.8 and 5.5.0) --------------------------
 
-_JAVA_PROBE = r"""
-import java.io.*;
-import java.nio.ByteBuffer;
-import java.util.*;
-import org.apache.rocketmq.remoting.protocol.*;
-
-/** E spec: encode with RemotingCommand.encode, print the frame hex. D hex: decode, print the fields. */
-public class CodecProbe {
-    static byte[] unhex(String h) {
-        byte[] b = new byte[h.length() / 2];
-        for (int i = 0; i < b.length; i++) b[i] = (byte) Integer.parseInt(h.substring(2 * i, 2 * i + 2), 16);
-        return b;
-    }
-    static String str(String h) throws Exception { return new String(unhex(h), "UTF-8"); }
-    static String hex(byte[] b) {
-        StringBuilder sb = new StringBuilder();
-        for (byte x : b) sb.append(String.format("%02x", x));
-        return sb.toString();
-    }
-    static String hex(String s) throws Exception { return s == null ? "~" : hex(s.getBytes("UTF-8")); }
-    public static void main(String[] a) throws Exception {
-        BufferedReader r = new BufferedReader(new InputStreamReader(System.in, "UTF-8"));
-        PrintStream out = new PrintStream(System.out, true, "UTF-8");
-        String line;
-        while ((line = r.readLine()) != null) {
-            if (line.startsWith("D ")) {
-                try {
-                    RemotingCommand c = RemotingCommand.decode(ByteBuffer.wrap(unhex(line.substring(2))));
-                    StringBuilder sb = new StringBuilder();
-                    sb.append(c.getCode()).append('|').append(c.getLanguage()).append('|').append(c.getVersion())
-                        .append('|').append(c.getOpaque()).append('|').append(c.getFlag()).append('|')
-                        .append(hex(c.getRemark())).append('|');
-                    if (c.getExtFields() == null) sb.append('~');
-                    else for (Map.Entry<String, String> e : new TreeMap<>(c.getExtFields()).entrySet())
-                        sb.append(hex(e.getKey())).append('=').append(hex(e.getValue())).append(',');
-                    sb.append('|').append(c.getBody() == null ? "~" : hex(c.getBody()));
-                    out.println(sb);
-                } catch (Throwable t) { out.println("ERR " + t); }
-                continue;
-            }
-            String[] p = line.substring(2).split("\\|", -1);
-            RemotingCommand c = RemotingCommand.createRequestCommand(Integer.parseInt(p[1]), null);
-            c.setSerializeTypeCurrentRPC(p[0].equals("1") ? SerializeType.ROCKETMQ : SerializeType.JSON);
-            c.setLanguage(LanguageCode.values()[Integer.parseInt(p[2])]);
-            c.setVersion(Integer.parseInt(p[3]));
-            c.setOpaque(Integer.parseInt(p[4]));
-            c.setFlag(Integer.parseInt(p[5]));
-            c.setRemark(p[6].equals("~") ? null : str(p[6]));
-            int cap = Integer.parseInt(p[7]);
-            if (cap >= 0) {
-                HashMap<String, String> m = new HashMap<>(cap);
-                if (!p[8].isEmpty()) for (String kv : p[8].split(",")) {
-                    String[] x = kv.split("=", -1);
-                    m.put(str(x[0]), str(x[1]));
-                }
-                c.setExtFields(m);
-            }
-            if (!p[9].equals("~")) c.setBody(unhex(p[9]));
-            ByteBuffer bb = c.encode();
-            byte[] frame = new byte[bb.remaining()];
-            bb.get(frame);
-            out.println(hex(frame));
-        }
-    }
-}
-"""
-
 _PROBE_ALPHABET = [
     "a",
     "k",
@@ -736,37 +666,14 @@ def _java_view(cmd: RemotingCommand) -> str:
 
 
 @pytest.fixture(scope="session")
-def java_codec_probe(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, list[str]], list[str]]:
-    if shutil.which("java") is None or shutil.which("javac") is None or shutil.which("mvn") is None:
-        pytest.skip("needs Java 17 and Maven")
-    from tests.golden.conftest import LINES, classpath, ensure_build
-
-    ensure_build()  # the golden vectors' Maven modules bring rocketmq-remoting 4.9.8 and 5.5.0
-    out = tmp_path_factory.mktemp("codec-probe")
-    (out / "CodecProbe.java").write_text(_JAVA_PROBE)
-    modules = {version: module for module, version in LINES.items()}
-    for version, module in modules.items():
-        classes = out / version
-        classes.mkdir()
-        subprocess.run(
-            ["javac", "-nowarn", "-d", str(classes), "-cp", classpath(module), str(out / "CodecProbe.java")],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
+def java_codec_probe() -> Callable[[str, list[str]], list[str]]:
+    """``probe(version, lines)``: the golden build's ``commands`` (RemotingCommand.encode / decode of
+    rocketmq-remoting 4.9.8 or 5.5.0), one printed line per spec line."""
+    from tests.golden.oracle import module_for, run_golden
 
     def run(version: str, lines: list[str]) -> list[str]:
-        cp = f"{out / version}{os.pathsep}{classpath(modules[version])}"
-        done = subprocess.run(
-            ["java", "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp, "CodecProbe"],
-            input="\n".join(lines) + "\n",
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            timeout=300,
-            check=True,
-        )
-        return done.stdout.split("\n")[: len(lines)]
+        rows = run_golden(module_for(version), "commands", stdin="\n".join(lines) + "\n")
+        return ["\t".join(row) for row in rows]
 
     return run
 

@@ -3,12 +3,7 @@ RocketMQ line (4.9.8 and 5.5.0), shared by every test of the session."""
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,73 +11,7 @@ from typing import Any
 
 import pytest
 
-JAVA_DIR = Path(__file__).parent / "java"
-LINES = {"v4": "4.9.8", "v5": "5.5.0"}
-"""Maven module -> the Apache RocketMQ release its vectors come from."""
-
-_BUILD_TIMEOUT = 900
-_RUN_TIMEOUT = 300
-_JVM_OPTS = ["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
-
-
-def classpath(line: str) -> str:
-    target = JAVA_DIR / line / "target"
-    return f"{target / f'golden-{line}.jar'}{os.pathsep}{target / 'lib' / '*'}"
-
-
-def _newest_source(module: Path) -> float:
-    newest = 0.0
-    for path in [JAVA_DIR / "pom.xml", module / "pom.xml", *(JAVA_DIR / "shared").rglob("*.java")]:
-        newest = max(newest, path.stat().st_mtime)
-    for path in (module / "src").rglob("*"):
-        newest = max(newest, path.stat().st_mtime)
-    return newest
-
-
-def _build_is_current() -> bool:
-    for line in LINES:
-        module = JAVA_DIR / line
-        jar = module / "target" / f"golden-{line}.jar"
-        lib = module / "target" / "lib"
-        if not jar.exists() or not lib.is_dir() or jar.stat().st_mtime < _newest_source(module):
-            return False
-    return True
-
-
-def ensure_build() -> None:
-    """Build tests/golden/java once (as scripts/setup.sh does) when a jar is missing or stale.
-
-    A lock file serializes concurrent pytest sessions sharing this tree, so only one Maven runs.
-    """
-    if _build_is_current():
-        return
-    lock_path = Path(tempfile.gettempdir()) / "rmqtwin-golden-maven.lock"
-    with lock_path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _build_is_current():
-            return
-        done = subprocess.run(
-            ["mvn", "-q", "-B", "-DskipTests", "package"],
-            cwd=JAVA_DIR,
-            capture_output=True,
-            text=True,
-            timeout=_BUILD_TIMEOUT,
-            check=False,
-        )
-        if done.returncode != 0:
-            pytest.fail(f"Maven build of {JAVA_DIR} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
-
-
-def run_java(line: str, *args: str) -> None:
-    done = subprocess.run(
-        ["java", *_JVM_OPTS, "-cp", classpath(line), "rmqtwin.golden.Main", *args],
-        capture_output=True,
-        text=True,
-        timeout=_RUN_TIMEOUT,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.fail(f"golden {line} {args[0]} failed ({done.returncode}):\n{done.stderr[-6000:]}")
+from tests.golden.oracle import LINES, ensure_build, run_golden
 
 
 @dataclass
@@ -111,7 +40,7 @@ class GoldenLine:
     def manifest(self) -> dict[str, Any]:
         if self._manifest is None:
             out = self.workdir / "generated"
-            run_java(self.line, "generate", str(out))
+            run_golden(self.line, "generate", str(out))
             self._manifest = json.loads((out / "vectors.json").read_text("utf-8"))
             self._by_name = {v["name"]: v for v in self._manifest["vectors"]}
         return self._manifest
@@ -152,7 +81,7 @@ class GoldenLine:
             indir.mkdir(parents=True, exist_ok=True)
             (indir / "vectors.json").write_text(json.dumps({"vectors": sent}), "utf-8")
             outfile = self.workdir / "verified.json"
-            run_java(self.line, "verify", str(indir), str(outfile))
+            run_golden(self.line, "verify", str(indir), str(outfile))
             for name, java in json.loads(outfile.read_text("utf-8"))["results"].items():
                 results[name].java = java
             self._verified = results
@@ -162,8 +91,6 @@ class GoldenLine:
 @pytest.fixture(scope="session")
 def golden(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], GoldenLine]]:
     """``golden("v4")`` / ``golden("v5")``: the generated vectors of that line (built and run on demand)."""
-    if shutil.which("java") is None or shutil.which("mvn") is None:
-        pytest.skip("golden vectors need Java 17 and Maven on PATH")
     ensure_build()
     lines: dict[str, GoldenLine] = {}
 

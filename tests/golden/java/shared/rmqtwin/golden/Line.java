@@ -1,0 +1,47 @@
+package rmqtwin.golden;
+
+import java.util.List;
+import org.apache.rocketmq.common.MQVersion;
+import org.apache.rocketmq.remoting.protocol.RemotingSerializable;
+
+/**
+ * What really differs between the RocketMQ lines the golden build covers (4.9.x and 5.x), implemented
+ * once per Maven module by its {@code Main}. Everything else is shared source: the classes that kept
+ * their packages are used directly, and {@code Cases} (a template filtered with the module's
+ * package names) builds the vectors from the classes that moved.
+ */
+interface Line {
+    /** Packages searched, in order, for a class named by its simple name (headers, bodies). */
+    String[] packages();
+
+    /** The bean properties this line's JSON library serializes for a body class. */
+    List<String> bodyProperties(Class<?> cls) throws Exception;
+
+    /** A properties string as this line's producer puts it in header {@code i} / {@code properties}. */
+    String producerProperties();
+
+    /** The namesrv's encoding of a TopicRouteData for request version >= V4_9_4 or acceptStandardJsonOnly. */
+    byte[] routeStandard(RemotingSerializable route);
+
+    /** The topic-config wrapper as this line's broker registers it (5.x: with the queue-mapping members). */
+    RemotingSerializable registerWrapper(RemotingSerializable topicConfigWrapper);
+
+    /** Request vectors only this line's classes can build (added after the common ones). */
+    void lineOnlyRequests(Vectors v) throws Exception;
+
+    /** The release of the classes on the classpath, e.g. "4.9.8" for MQVersion V4_9_8. */
+    default String rocketmq() {
+        return MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION).substring(1).replace('_', '.');
+    }
+
+    default Class<?> resolve(String simpleName) throws ClassNotFoundException {
+        for (String p : packages()) {
+            try {
+                return Class.forName(p + simpleName);
+            } catch (ClassNotFoundException e) {
+                // next package
+            }
+        }
+        throw new ClassNotFoundException(simpleName + " in RocketMQ " + rocketmq());
+    }
+}
