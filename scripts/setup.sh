@@ -31,12 +31,14 @@ if [ "${RMQTWIN_SKIP_APT:-0}" != 1 ] && ! command -v tshark >/dev/null 2>&1 && [
     || log "tshark could not be installed; pcap tests will skip"
 fi
 
-# 3. Java side: each Maven project under the tree builds once per change of its sources.
+# 3. Java side: each Maven project under the tree builds once per change of its sources (every module's
+#    target/ is build output, not source; a project without any target/ has not been built here).
 for pom in $(ls conformance/java/pom.xml tests/golden/java/pom.xml 2>/dev/null); do
   dir=$(dirname "$pom")
   key=$(echo "$dir" | tr '/' '_')
-  want=$(find "$dir" -path "$dir/target" -prune -o -type f -print | sort | xargs sha256sum | sha256sum | cut -c1-16)
-  if [ "$(cat "$STAMP_DIR/$key" 2>/dev/null)" != "$want" ] || [ ! -d "$dir/target" ]; then
+  want=$(find "$dir" -name target -prune -o -type f -print | sort | xargs sha256sum | sha256sum | cut -c1-16)
+  built=$(find "$dir" -name target -type d -prune -print -quit)
+  if [ "$(cat "$STAMP_DIR/$key" 2>/dev/null)" != "$want" ] || [ -z "$built" ]; then
     log "building $dir with Maven"
     (cd "$dir" && mvn -q -B -DskipTests package) || { log "Maven build of $dir failed"; exit 1; }
     echo "$want" > "$STAMP_DIR/$key"
