@@ -10,6 +10,7 @@ from twisted.internet.task import Clock
 
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.headers import CreateTopicRequestHeader, to_ext_fields
 from rmqtwin.codec.message import Message, decode_message_records, encode_batch
 from rmqtwin.fakes.broker.controller import BrokerController
 from tests.fakes.helpers import Peer, make_broker, send_v2
@@ -508,14 +509,16 @@ def test_restart_reads_back_topics_offsets_and_groups_in_the_brokers_layout(tmp_
     clock.advance(1_700_000_000)
     broker = make_broker(tmp_path, clock)
     p = peer(broker, clock)
-    create = {
-        "topic": "Kept",
-        "defaultTopic": "TBW102",
-        "readQueueNums": 2,
-        "writeQueueNums": 3,
-        "perm": 6,
-        "topicFilterType": "SINGLE_TAG",
-    }
+    create = to_ext_fields(
+        CreateTopicRequestHeader(
+            topic="Kept",
+            default_topic="TBW102",
+            read_queue_nums=2,
+            write_queue_nums=3,
+            perm=6,
+            topic_filter_type="SINGLE_TAG",
+        )
+    )
     assert p.call(RequestCode.UPDATE_AND_CREATE_TOPIC, create).code == ResponseCode.SUCCESS
     group = orjson.dumps({"groupName": "gk", "retryMaxTimes": 3, "consumeBroadcastEnable": False})
     assert p.call(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, group).code == ResponseCode.SUCCESS
