@@ -4,11 +4,13 @@
 run:
 	bash scripts/run.sh
 
-# Set up and pass the whole test suite (ruff, mypy, pytest).
+# Set up and pass the test suite CI runs (ruff, mypy, pytest without the exhaustive `slow` variants),
+# the real-Java-client scenarios against real RocketMQ 4.9.7 and 5.5.0 included.
 test:
 	bash scripts/test.sh
 
-# Everything, including the long scenario tests against real RocketMQ 4.9.7 and 5.5.0 (marker `slow`).
+# Everything, including the exhaustive variants (marker `slow`: the launcher's restart and two-broker
+# checks, the 20-round crash test).
 test-all:
 	RMQTWIN_TEST_ALL=1 bash scripts/test.sh
 

@@ -18,6 +18,11 @@ whole session shares one cluster per line wherever a test does not need a store 
 - ``java_client``: a ``JavaClient`` for the same line as the test's ``real_rocketmq``
   (else 4.9); ``java_client_factory(version)`` for any line.
 
+Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) every test whose ``real_rocketmq``
+parameter, or ``target`` parameter ``real-<line>``, names a line is put in xdist group
+``real-<line>``: one worker runs them all, on one shared cluster. A module whose tests share a
+module-scoped cluster of their own marks itself ``pytest.mark.xdist_group(...)`` likewise.
+
 Tests that need a broker of their own (a store of their own, a broker they kill) start
 ``RealRocketMQ`` themselves and stop it in a ``finally``. Every instance the factory started is
 killed when the session ends, pass or fail (nobody reads a shared store afterwards).
@@ -78,6 +83,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
 
 
+def real_line_of(item: pytest.Item) -> str | None:
+    """The real line a test runs against: its ``real_rocketmq`` parameter, or a ``target`` parameter
+    named ``real-<line>`` (the twin-vs-real conformance files)."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    if "real_rocketmq" in callspec.params:
+        return str(callspec.params["real_rocketmq"])
+    target = callspec.params.get("target")
+    if isinstance(target, str) and target.startswith("real-"):
+        return target.removeprefix("real-")
+    return None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
@@ -85,6 +104,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.java)
         if names & REAL_FIXTURES:
             item.add_marker(pytest.mark.real)
+        line = real_line_of(item)
+        if line is not None and not item.get_closest_marker("xdist_group"):
+            # Under pytest-xdist (``--dist loadgroup``) every test of one real line runs on the same
+            # worker, so each worker starts at most the shared cluster of its own line.
+            item.add_marker(pytest.mark.xdist_group(f"real-{line}"))
 
 
 def _skip_without_java() -> None:

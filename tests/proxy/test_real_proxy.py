@@ -1,8 +1,9 @@
 """The proxy in front of real Apache RocketMQ, driven by the real Java client (4.9.8 and 5.5.0).
 
-One real cluster per client line and one ``rmqtwin proxy`` process in front of it are shared by the
-tests of that line; every test uses its own topic and group. The clients are given the proxy's
-address as their only setting.
+One real cluster per client line (conformance's shared ``real_rocketmq``, whose broker checks half
+messages back within seconds) and one ``rmqtwin proxy`` process in front of it are shared by the tests
+of that line; every test uses its own topic and group. The clients are given the proxy's address as
+their only setting. Only the broker-kill test starts (and kills) a cluster of its own.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pytest
 from rmqtwin.proxy.capture import (
     DIR_TO_CLIENT,
     DIR_TO_SERVER,
+    REC_CLOSE,
     REC_FRAME,
     REC_OPEN,
     Record,
@@ -43,12 +45,8 @@ pytest.importorskip("rmqtwin.conformance.pytest_plugin")
 pytestmark = [
     pytest.mark.java,
     pytest.mark.real,
-    pytest.mark.slow,
     pytest.mark.skipif(launcher.java_available() is not None, reason=str(launcher.java_available())),
 ]
-
-BROKER_CONF = {"transactionCheckInterval": 1000, "transactionTimeOut": 1000}
-"""Check half messages every second (default 60 s / 30 s), so check-backs happen within a test."""
 
 SEND_CODES = {10, 310, 320}
 
@@ -91,9 +89,38 @@ def unique(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:8]}"
 
 
-def settle(proxy: ProxyProcess, seconds: float = 1.0) -> None:
-    """Give the recorder's writer thread a moment to flush what the last client sent."""
-    time.sleep(seconds)
+def records_when(
+    proxy: ProxyProcess, done: Callable[[list[Record]], bool], timeout: float = 15.0
+) -> list[Record]:
+    """The capture as soon as ``done`` holds for it (the recorder's writer thread writes a few ms behind
+    the traffic); after ``timeout`` the capture as it is, for the assertions to show what is missing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        records = proxy.records()
+        if done(records) or time.monotonic() > deadline:
+            return records
+        time.sleep(0.05)
+
+
+def mark(proxy: ProxyProcess) -> int:
+    """A connection of our own through the proxy, once recorded: every later connection has a higher id."""
+    with _connect(proxy.namesrv) as sock:
+        answer = _call(sock, json_frame(106, 77))
+        local = sock.getsockname()[1]
+    assert peek_header(answer) is not None
+
+    def ours(records: list[Record]) -> list[Record]:
+        return [
+            r
+            for r in records
+            if r.type == REC_FRAME
+            and r.direction == DIR_TO_CLIENT
+            and r.opaque == 77
+            and r.client.port == local
+        ]
+
+    [answered] = ours(records_when(proxy, lambda records: bool(ours(records))))
+    return answered.conn_id
 
 
 def send_requests(records: list[Record], topic: str) -> list[Record]:
@@ -136,8 +163,7 @@ def observable(sent: Any, batch: Any, got: Any) -> dict[str, Any]:
 def test_producers_and_push_consumer_through_proxy_match_direct(line: Line) -> None:
     group = unique("g")
     topic = unique("TopicP")
-    settle(line.proxy)
-    first_conn = max((r.conn_id for r in line.proxy.records()), default=0) + 1
+    first_conn = mark(line.proxy) + 1
     via_proxy = run_scenario(line.client, line.proxy.namesrv, topic, group)
     direct = run_scenario(line.client, line.rmq.namesrv_addr, unique("TopicD"), unique("g"))
     assert observable(*via_proxy) == observable(*direct)
@@ -149,8 +175,20 @@ def test_producers_and_push_consumer_through_proxy_match_direct(line: Line) -> N
     # The messages name the proxy's listener for the broker as their store host (test_real_proxy_ids.py).
     assert {e["storeHost"].lstrip("/") for e in got.received} != {line.rmq.broker_addr}
 
-    settle(line.proxy)
-    records = line.proxy.records()
+    def unanswered(records: list[Record]) -> list[tuple[int, int, int]]:
+        """Requests of this scenario's clients still without their answer in the capture, except
+        long-polling pulls still suspended when the consumer shut down."""
+        mine = [r for r in records if r.conn_id >= first_conn]
+        return [
+            (ex.request.conn_id, ex.request.code, ex.request.opaque)
+            for ex in pair_exchanges(mine)
+            if ex.response is None and not ex.oneway and ex.request.code != 11
+        ]
+
+    def complete(records: list[Record]) -> bool:
+        return len(send_requests(records, topic)) >= 17 and not unanswered(records)
+
+    records = records_when(line.proxy, complete)
     assert all(r.decoded for r in records if r.type == REC_FRAME)
     sends = send_requests(records, topic)
     assert len(sends) == 6 + 6 + 3 + 2  # one request per single message, one per batch of three
@@ -173,15 +211,8 @@ def test_producers_and_push_consumer_through_proxy_match_direct(line: Line) -> N
         assert str(req.server) == line.rmq.broker_addr
     pulls = [r for r in records if r.type == REC_FRAME and r.code == 11 and request_topic(r) == topic]
     assert pulls, "the push consumer's pulls went through the proxy"
-    # Every request of this scenario's clients that expects an answer has its answer in the capture,
-    # except long-polling pulls still suspended when the consumer shut down.
-    mine = [r for r in records if r.conn_id >= first_conn]
-    unanswered = [
-        (ex.request.conn_id, ex.request.code, ex.request.opaque)
-        for ex in pair_exchanges(mine)
-        if ex.response is None and not ex.oneway and ex.request.code != 11
-    ]
-    assert unanswered == []
+    # Every request of this scenario's clients that expects an answer has its answer in the capture.
+    assert unanswered(records) == []
 
 
 def orderly_run(line: Line, namesrv: str) -> dict[str, list[str]]:
@@ -203,12 +234,8 @@ def test_orderly_consumer_through_proxy(line: Line) -> None:
     assert via_proxy == {key: [f"{key}-{i}" for i in range(5)] for key in ("k1", "k2")}
 
 
-def test_transaction_check_back_flows_back_on_the_producer_connection(
-    real_rocketmq: Any, real_rocketmq_factory: Any, java_client: Any, proxies: Callable[[str], ProxyProcess]
-) -> None:
-    # Its own cluster: the check interval is read once at broker start-up.
-    rmq = real_rocketmq_factory(real_rocketmq.version.line, broker_conf_overrides=BROKER_CONF)
-    line = Line(rmq.version.line, rmq, proxies(rmq.namesrv_addr), java_client)
+def test_transaction_check_back_flows_back_on_the_producer_connection(line: Line) -> None:
+    # The shared cluster checks a half message back 2 s after it was stored (conformance's shared conf).
     topic = unique("TopicT")
     messages = [{"body": f"tx-{i}", "transaction": "unknown", "check": "commit"} for i in range(2)]
     result = line.client.producer(
@@ -224,25 +251,25 @@ def test_transaction_check_back_flows_back_on_the_producer_connection(
     # at-least-once: a half message checked twice before its first commit lands is committed twice (5.x)
     assert {e.get("body") for e in got.received} == {"tx-0", "tx-1"}
 
-    settle(line.proxy)
-    records = line.proxy.records()
-    sends = send_requests(records, topic)
-    producer_conns = {r.conn_id for r in sends}
+    def ends_from_check(records: list[Record]) -> list[Record]:
+        producer_conns = {r.conn_id for r in send_requests(records, topic)}
+        return [
+            r
+            for r in records
+            if r.type == REC_FRAME
+            and r.code == 37
+            and r.conn_id in producer_conns
+            and r.direction == DIR_TO_SERVER
+            and (p := peek_header(r.data))
+            and p.ext_fields.get("fromTransactionCheck") == "true"
+        ]
+
+    records = records_when(line.proxy, lambda records: len(ends_from_check(records)) >= 2)
+    producer_conns = {r.conn_id for r in send_requests(records, topic)}
     check_frames = [r for r in records if r.type == REC_FRAME and r.code == 39 and not r.rpc_flag & 1]
     mine = [r for r in check_frames if r.conn_id in producer_conns]
     assert len(mine) >= 2 and all(r.direction == DIR_TO_CLIENT for r in mine)
-    ends = [
-        r
-        for r in records
-        if r.type == REC_FRAME
-        and r.code == 37
-        and r.conn_id in producer_conns
-        and r.direction == DIR_TO_SERVER
-    ]
-    from_check = [
-        r for r in ends if (p := peek_header(r.data)) and p.ext_fields.get("fromTransactionCheck") == "true"
-    ]
-    assert len(from_check) >= 2
+    assert len(ends_from_check(records)) >= 2
 
 
 def mqadmin_patiently(client: Any, ns: str, *args: str) -> Any:
@@ -274,8 +301,17 @@ def test_real_capture_exports_to_pcap_that_tshark_reassembles(line: Line, tmp_pa
     tshark = shutil.which("tshark")
     if tshark is None:
         pytest.skip("tshark is not installed (scripts/setup.sh installs it)")
-    line.client.producer(line.proxy.namesrv, unique("TopicX"), count=3, bodySize=3000).check()
-    settle(line.proxy)
+    topic = unique("TopicX")
+    line.client.producer(line.proxy.namesrv, topic, count=3, bodySize=3000).check()
+
+    def closed(records: list[Record]) -> bool:
+        """The producer's three sends are recorded and its connections closed: the capture is at rest."""
+        conns = {r.conn_id for r in send_requests(records, topic)}
+        return len(send_requests(records, topic)) >= 3 and conns <= {
+            r.conn_id for r in records if r.type == REC_CLOSE
+        }
+
+    records_when(line.proxy, closed)
     snapshot = tmp_path / "snap.rmqcap"
     for seg in segment_paths(line.proxy.capture):
         suffix = seg.name[len(line.proxy.capture.name) :]
