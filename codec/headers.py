@@ -768,7 +768,7 @@ class CreateTopicRequestHeader(TopicRequestHeader):
     perm: int
     topic_filter_type: str
     topic_sys_flag: int | None = None
-    order: bool = False  # @CFNotNull but initialised: a missing value stays false, nothing fails
+    order: bool
     attributes: str | None = None  # 5.x: "+key=value,…"
     force: bool | None = None  # 5.x
 

@@ -25,6 +25,7 @@ from rmqtwin.codec.headers import (
     GetTopicConfigRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
+    from_ext_fields,
 )
 from rmqtwin.fakes.broker.topics import is_system_topic, validate_topic
 from rmqtwin.fakes.dispatch import Channel, decode_header, json_body, response
@@ -50,7 +51,8 @@ class AdminProcessor:
 
     # -- topics ---------------------------------------------------------------------------------
     def update_and_create_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        header = decode_header(request, CreateTopicRequestHeader)
+        # Java's @CFNotNull ``order`` is initialised to false: a request without it is no failure.
+        header = from_ext_fields(CreateTopicRequestHeader, {"order": "false", **(request.ext_fields or {})})
         topic = header.topic
         problem = validate_topic(topic)
         if problem is not None:

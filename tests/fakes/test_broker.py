@@ -517,6 +517,7 @@ def test_restart_reads_back_topics_offsets_and_groups_in_the_brokers_layout(tmp_
             write_queue_nums=3,
             perm=6,
             topic_filter_type="SINGLE_TAG",
+            order=False,
         )
     )
     assert p.call(RequestCode.UPDATE_AND_CREATE_TOPIC, create).code == ResponseCode.SUCCESS
