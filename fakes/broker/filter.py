@@ -50,8 +50,8 @@ def is_tag_type(expression_type: str | None) -> bool:
 class SqlMessageFilter:
     """A compiled SQL92 subscription applied to stored records."""
 
-    def __init__(self, expression: Expression) -> None:
-        self.expression = expression
+    def __init__(self, expression: Expression | None) -> None:
+        self.expression = expression  # None: no filter data, every message matches (as in Java)
 
     def is_matched_by_consume_queue(self, tags_code: int | None, cq_ext_unit: object | None = None) -> bool:
         return True
@@ -59,6 +59,8 @@ class SqlMessageFilter:
     def is_matched_by_commit_log(
         self, msg_buffer: bytes | None, properties: Mapping[str, str] | None
     ) -> bool:
+        if self.expression is None:
+            return True
         props = properties
         if props is None:
             if msg_buffer is None:
@@ -74,8 +76,11 @@ class SqlMessageFilter:
 def compile_subscription(subscription: Mapping[str, Any], client_version: int) -> Expression:
     """``FilterFactory.get(type).compile(subString)``; raises SelectorParseError."""
     expression_type = subscription.get("expressionType")
-    if expression_type != EXPRESSION_TYPE_SQL92:
-        raise SelectorParseError("java.lang.NullPointerException")
+    if expression_type != EXPRESSION_TYPE_SQL92:  # FilterFactory has no such type: Java 17's NPE text
+        raise SelectorParseError(
+            'Cannot invoke "org.apache.rocketmq.filter.FilterSpi.compile(String)" because the return '
+            'value of "org.apache.rocketmq.filter.FilterFactory.get(String)" is null'
+        )
     return compile_selector(str(subscription.get("subString") or ""), grammar_version(client_version))
 
 
@@ -90,6 +95,9 @@ def message_filter_for(subscription: Mapping[str, Any], client_version: int, *, 
         from rmqtwin.fakes.broker.pull import TagMessageFilter
 
         return TagMessageFilter(dict(subscription))
+    if from_request and subscription.get("expressionType") != EXPRESSION_TYPE_SQL92:
+        # ConsumerFilterManager.build finds no filter for the type and the pull goes on unfiltered.
+        return SqlMessageFilter(None)
     try:
         return SqlMessageFilter(compile_subscription(subscription, client_version))
     except SelectorParseError:

@@ -208,3 +208,18 @@ def test_message_filter_for_picks_by_expression_type() -> None:
         message_filter_for(sql_subscription(TOPIC, "a ="), 409, from_request=True)
     assert raised.value.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
     assert compile_selector("a = 1", 4) is compile_selector("a = 1", 4), "compiled once, like Java's cache"
+
+
+def test_unknown_expression_type(env: Any) -> None:
+    broker, clock = env
+    p = peer(broker, clock)
+    send_all(p)
+    other = {**sql_subscription(TOPIC, "a > 5"), "expressionType": "FOO"}
+    answer = check_client_config(p, other)
+    assert answer.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+    assert "FilterFactory.get(String)" in (answer.remark or "")
+    # Sent with the pull, Java builds no filter data and filters nothing.
+    answer = pull(p, GROUP, TOPIC, sys_flag=4, subscription="a > 5", expressionType="FOO")
+    assert len(bodies(answer)) == 6
+    heartbeat(p, GROUP, other)
+    assert pull(p, GROUP, TOPIC).code == ResponseCode.FILTER_DATA_NOT_EXIST
