@@ -26,6 +26,7 @@ from rmqtwin.codec.command import (
 from rmqtwin.codec.errors import CodecError, FrameError
 from rmqtwin.codec.java import java_hash_map_order, java_string_hash
 from rmqtwin.codec.layouts.remoting import FRAME, ROCKETMQ_HEADER
+from tests.golden.oracle import module_for, run_golden
 
 # --- vectors produced by org.apache.rocketmq.remoting.protocol.RemotingCommand.encode() ----------------
 # protocol.md §1.2 / §1.4: GET_ROUTEINFO_BY_TOPIC topic=T, opaque 1, version 409.
@@ -669,7 +670,6 @@ def _java_view(cmd: RemotingCommand) -> str:
 def java_codec_probe() -> Callable[[str, list[str]], list[str]]:
     """``probe(version, lines)``: the golden build's ``commands`` (RemotingCommand.encode / decode of
     rocketmq-remoting 4.9.8 or 5.5.0), one printed line per spec line."""
-    from tests.golden.oracle import module_for, run_golden
 
     def run(version: str, lines: list[str]) -> list[str]:
         rows = run_golden(module_for(version), "commands", stdin="\n".join(lines) + "\n")

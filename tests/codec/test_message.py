@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import os
-import shutil
 import socket
 import struct
-import subprocess
 import zlib
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,6 +56,7 @@ from rmqtwin.codec.message import (
     tags_code,
     uniq_id_nearly_time,
 )
+from tests.golden.oracle import module_for, run_golden
 
 # ---------------------------------------------------------------------------------------------- strategies
 
@@ -583,184 +579,8 @@ def test_convenience_accessors() -> None:
 # ---------------------------------------------------------------------------------------------- Java oracle
 #
 # The real rocketmq-common classes (MessageDecoder, CompressorFactory, MessageClientIDSetter, HashMap-backed
-# Message properties) of the 4.9.8 and 5.5.0 clients read what the codec writes and write what it reads.
-
-_ORACLE_JAVA = r"""
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.SocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
-import org.apache.rocketmq.common.UtilAll;
-import org.apache.rocketmq.common.compression.CompressionType;
-import org.apache.rocketmq.common.compression.CompressorFactory;
-import org.apache.rocketmq.common.message.Message;
-import org.apache.rocketmq.common.message.MessageAccessor;
-import org.apache.rocketmq.common.message.MessageClientExt;
-import org.apache.rocketmq.common.message.MessageClientIDSetter;
-import org.apache.rocketmq.common.message.MessageDecoder;
-import org.apache.rocketmq.common.message.MessageExt;
-
-public class MessageOracle {
-    static String hex(byte[] b) {
-        StringBuilder sb = new StringBuilder();
-        for (byte x : b) sb.append(String.format("%02X", x));
-        return sb.toString();
-    }
-
-    static byte[] unhex(String s) {
-        byte[] out = new byte[s.length() / 2];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
-        }
-        return out;
-    }
-
-    static String str(String hex) {
-        return new String(unhex(hex), StandardCharsets.UTF_8);
-    }
-
-    static String host(SocketAddress a) {
-        InetSocketAddress s = (InetSocketAddress) a;
-        return hex(s.getAddress().getAddress()) + ":" + s.getPort();
-    }
-
-    static String props(Map<String, String> p) {
-        StringBuilder sb = new StringBuilder();
-        if (p != null) {
-            for (Map.Entry<String, String> e : new TreeMap<>(p).entrySet()) {
-                sb.append(hex(e.getKey().getBytes(StandardCharsets.UTF_8))).append('=')
-                  .append(hex(e.getValue().getBytes(StandardCharsets.UTF_8))).append(',');
-            }
-        }
-        return sb.toString();
-    }
-
-    static MessageExt javaMessage(String topic, byte[] body, String bornIp, int bornPort, String storeIp,
-                                  String[] kv) throws Exception {
-        MessageExt m = new MessageExt();
-        m.setTopic(topic);
-        m.setFlag(7);
-        m.setBody(body);
-        m.setQueueId(3);
-        m.setQueueOffset(42);
-        m.setBornTimestamp(1763790000123L);
-        m.setBornHost(new InetSocketAddress(InetAddress.getByName(bornIp), bornPort));
-        m.setStoreTimestamp(1763790000456L);
-        m.setStoreHost(new InetSocketAddress(InetAddress.getByName(storeIp), 10911));
-        if (bornIp.contains(":")) m.setBornHostV6Flag();
-        if (storeIp.contains(":")) m.setStoreHostAddressV6Flag();
-        m.setCommitLogOffset(0x1234);
-        m.setBodyCRC(UtilAll.crc32(body));
-        m.setReconsumeTimes(1);
-        for (int i = 0; i < kv.length; i += 2) MessageAccessor.putProperty(m, kv[i], kv[i + 1]);
-        return m;
-    }
-
-    public static void main(String[] args) throws Exception {
-        Path dir = Paths.get(args[0]);
-        List<String> out = new ArrayList<>();
-
-        ByteBuffer pullBody = ByteBuffer.wrap(Files.readAllBytes(dir.resolve("records.bin")));
-        for (MessageExt m : MessageDecoder.decodes(pullBody)) {
-            out.add(String.join("\t", "record", hex(m.getTopic().getBytes(StandardCharsets.UTF_8)),
-                "" + m.getFlag(), "" + m.getQueueId(), "" + m.getStoreSize(), "" + m.getQueueOffset(),
-                "" + m.getSysFlag(), "" + m.getBornTimestamp(), host(m.getBornHost()),
-                "" + m.getStoreTimestamp(),
-                host(m.getStoreHost()), ((MessageClientExt) m).getOffsetMsgId(), "" + m.getCommitLogOffset(),
-                "" + m.getBodyCRC(), "" + m.getReconsumeTimes(), "" + m.getPreparedTransactionOffset(),
-                hex(m.getBody() == null ? new byte[0] : m.getBody()), props(m.getProperties())));
-        }
-
-        out.add("encoded\t" + hex(MessageDecoder.encode(javaMessage("TopicTest", "Hello RocketMQ".getBytes(),
-            "192.168.0.7", 50123, "10.0.0.5", new String[] {"TAGS", "TagA", "KEYS", "k1 k2",
-            "UNIQ_KEY", "7F000001A1B2C3D4E5F60718293A4B5C", "CLUSTER", "DefaultCluster"}), false)));
-        out.add("encoded\t" + hex(MessageDecoder.encode(javaMessage("V6Topic", "xxxxxxxxxx".getBytes(),
-            "2001:db8::1", 1, "::1", new String[] {"WAIT", "true"}), false)));
-
-        byte[] plain = Files.readAllBytes(dir.resolve("plain.bin"));
-        for (String name : new String[] {"LZ4", "ZSTD", "ZLIB", "LZ4_LINKED"}) {
-            CompressionType type = CompressionType.of(name.replace("_LINKED", ""));
-            try {
-                byte[] back = CompressorFactory.getCompressor(type).decompress(
-                    Files.readAllBytes(dir.resolve("py_" + name + ".bin")));
-                String same = java.util.Arrays.equals(back, plain) ? "SAME" : "DIFFERENT";
-                out.add("decompress\t" + name + "\t" + same);
-            } catch (Exception e) {
-                out.add("decompress\t" + name + "\tERROR " + e);
-            }
-            if (!name.endsWith("_LINKED")) {
-                byte[] packed = CompressorFactory.getCompressor(type).compress(plain, 5);
-                Files.write(dir.resolve("java_" + name + ".bin"), packed);
-            }
-        }
-
-        for (String line : Files.readAllLines(dir.resolve("strings.txt"))) {
-            out.add("hash\t" + line + "\t" + str(line).hashCode());
-        }
-
-        List<Message> batch = new ArrayList<>();
-        for (String line : Files.readAllLines(dir.resolve("batch.txt"))) {
-            String[] parts = line.split("\t", -1);
-            Message m = new Message();
-            m.setFlag(Integer.parseInt(parts[0]));
-            m.setBody(unhex(parts[1]));
-            for (String kv : parts[2].split(",")) {
-                if (kv.isEmpty()) continue;
-                String[] pair = kv.split("=");
-                MessageAccessor.putProperty(m, str(pair[0]), str(pair[1]));
-            }
-            batch.add(m);
-        }
-        Files.write(dir.resolve("batch.bin"), MessageDecoder.encodeMessages(batch));
-
-        // The parser on odd strings, and the order the broker re-serialises a parsed map in.
-        for (String line : Files.readAllLines(dir.resolve("properties.txt"))) {
-            Map<String, String> parsed = MessageDecoder.string2messageProperties(str(line));
-            String again = MessageDecoder.messageProperties2String(parsed);
-            out.add("properties\t" + line + "\t" + props(parsed) + "\t"
-                + hex(again.getBytes(StandardCharsets.UTF_8)));
-        }
-
-        long before = System.currentTimeMillis();
-        String first = MessageClientIDSetter.createUniqID();
-        String second = MessageClientIDSetter.createUniqID();
-        long after = System.currentTimeMillis();
-        // getNearlyTimeFromID takes an id made in this very millisecond for one from last month.
-        Thread.sleep(5);
-        for (String id : new String[] {first, second}) {
-            long queryAt = System.currentTimeMillis();
-            out.add(String.join("\t", "uniq", id, hex(MessageClientIDSetter.getIPFromID(id)),
-                "" + MessageClientIDSetter.getPidFromID(id),
-                "" + MessageClientIDSetter.getNearlyTimeFromID(id).getTime(), "" + before, "" + after,
-                "" + queryAt));
-        }
-        Files.write(dir.resolve("out.txt"), out);
-    }
-}
-"""
-
-_ORACLE_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>rmqtwin.codec.test</groupId>
-  <artifactId>message-oracle</artifactId>
-  <version>1</version>
-  <dependencies>
-    <dependency>
-      <groupId>org.apache.rocketmq</groupId>
-      <artifactId>{artifact}</artifactId>
-      <version>{version}</version>
-    </dependency>
-  </dependencies>
-</project>
-"""
+# Message properties) of the 4.9.8 and 5.5.0 clients read what the codec writes and write what it reads:
+# the golden build's ``messages`` command (tests/golden/java/shared/rmqtwin/golden/MessageOracle.java).
 
 _ORACLE_PLAIN = (bytes(range(256)) * 40 + b"RocketMQ body " * 9000) * 2  # ~270 KiB: several LZ4 blocks
 _ORACLE_STRINGS = ["", "TagA", "polygenelubricants", "é中文", "\U0001f600 emoji", "x" * 1000]
@@ -786,94 +606,6 @@ _ORACLE_BATCH = [
 ]
 
 
-def _oracle_cache() -> Path:
-    return Path(os.environ.get("RMQTWIN_CACHE", "~/.cache/rmqtwin")).expanduser() / "codec-oracle"
-
-
-def _oracle_classpath(artifact: str, version: str, work: Path) -> str:
-    """An artifact's runtime classpath from Maven, cached while every jar on it still exists."""
-    mvn = shutil.which("mvn")
-    if mvn is None or shutil.which("java") is None:
-        pytest.skip("java and mvn are needed for the Java oracle")
-    cached = _oracle_cache() / f"{artifact}-{version}.classpath"
-    if cached.exists():
-        classpath = cached.read_text().strip()
-        if classpath and all(Path(jar).exists() for jar in classpath.split(os.pathsep)):
-            return classpath
-    (work / "pom.xml").write_text(_ORACLE_POM.format(artifact=artifact, version=version))
-    goal = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:build-classpath"
-    for offline in (["-o"], []):
-        proc = subprocess.run(
-            [
-                mvn,
-                "-q",
-                "-B",
-                *offline,
-                "-f",
-                str(work / "pom.xml"),
-                goal,
-                f"-Dmdep.outputFile={work / 'cp.txt'}",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=240,
-        )
-        if proc.returncode == 0:
-            classpath = (work / "cp.txt").read_text().strip()
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            partial = cached.with_suffix(f".{os.getpid()}.tmp")
-            partial.write_text(classpath)
-            partial.replace(cached)
-            return classpath
-    pytest.fail(f"cannot resolve {artifact} {version}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-
-
-def _oracle_classes(main: str, source: str, key: str, classpath: str, work: Path) -> Path:
-    """An oracle's class compiled once per source text and classpath ``key``."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    classes = _oracle_cache() / f"classes-{main}-{key}-{digest}"
-    if (classes / f"{main}.class").exists():
-        return classes
-    (work / f"{main}.java").write_text(source)
-    staging = work / "classes"
-    proc = subprocess.run(
-        ["javac", "-J-Xmx128m", "-nowarn", "-cp", classpath, "-d", str(staging), str(work / f"{main}.java")],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=240,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    classes.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):  # a parallel run may have won the race: its copy is as good
-        shutil.copytree(staging, classes.with_suffix(f".{os.getpid()}"))
-        classes.with_suffix(f".{os.getpid()}").rename(classes)
-    return classes if (classes / f"{main}.class").exists() else staging
-
-
-def _run_oracle(main: str, source: str, key: str, classpath: str, work: Path) -> list[list[str]]:
-    """Compile (or reuse) and run an oracle on ``work``; its ``out.txt`` split into tab-separated rows."""
-    classes = _oracle_classes(main, source, key, classpath, work)
-    proc = subprocess.run(
-        [
-            "java",
-            "-Xmx64m",
-            "-XX:TieredStopAtLevel=1",
-            "-cp",
-            f"{classes}{os.pathsep}{classpath}",
-            main,
-            str(work),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=240,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return [line.split("\t") for line in (work / "out.txt").read_text().splitlines()]
-
-
 class _Oracle(NamedTuple):
     version: str
     work: Path
@@ -887,7 +619,6 @@ class _Oracle(NamedTuple):
 def java_oracle(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> _Oracle:
     version: str = request.param
     work = tmp_path_factory.mktemp(f"oracle-{version}")
-    classpath = _oracle_classpath("rocketmq-common", version, work)
     trailing = version.startswith("5")
     records = [
         _sample(),
@@ -918,7 +649,7 @@ def java_oracle(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
             for m in _ORACLE_BATCH
         )
     )
-    lines = _run_oracle("MessageOracle", _ORACLE_JAVA, f"common-{version}", classpath, work)
+    lines = run_golden(module_for(version), "messages", str(work))
     return _Oracle(version, work, lines)
 
 
@@ -1064,119 +795,13 @@ def test_uniq_id_matches_message_client_id_setter(java_oracle: _Oracle) -> None:
     assert again == first
 
 
-# The 5.5.0 broker's own record encoder (rocketmq-store MessageExtEncoder) for batches and appended CRCs.
-
-_STORE_ORACLE_JAVA = r"""
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.util.ArrayList;
-import java.util.List;
-import org.apache.rocketmq.common.UtilAll;
-import org.apache.rocketmq.common.message.MessageAccessor;
-import org.apache.rocketmq.common.message.MessageDecoder;
-import org.apache.rocketmq.common.message.MessageExtBatch;
-import org.apache.rocketmq.common.message.MessageExtBrokerInner;
-import org.apache.rocketmq.common.message.MessageVersion;
-import org.apache.rocketmq.store.MessageExtEncoder;
-import org.apache.rocketmq.store.PutMessageContext;
-import org.apache.rocketmq.store.config.MessageStoreConfig;
-
-public class StoreOracle {
-    static String hex(byte[] b) {
-        StringBuilder sb = new StringBuilder();
-        for (byte x : b) sb.append(String.format("%02X", x));
-        return sb.toString();
-    }
-
-    static byte[] bytes(ByteBuffer buffer, int length) {
-        byte[] out = new byte[length];
-        buffer.get(out);
-        return out;
-    }
-
-    public static void main(String[] args) throws Exception {
-        Path dir = Paths.get(args[0]);
-        List<String> out = new ArrayList<>();
-        MessageExtEncoder encoder = new MessageExtEncoder(new MessageStoreConfig());
-        for (String storeIp : new String[] {"10.0.0.5", "::1"}) {
-            MessageExtBatch batch = new MessageExtBatch();
-            batch.setTopic("BatchTopic");
-            batch.setQueueId(2);
-            batch.setBody(Files.readAllBytes(dir.resolve("batch.bin")));
-            batch.setBornTimestamp(111L);
-            batch.setStoreTimestamp(222L);
-            batch.setBornHost(new InetSocketAddress(InetAddress.getByName("10.1.1.1"), 40000));
-            batch.setStoreHost(new InetSocketAddress(InetAddress.getByName(storeIp), 10911));
-            if (storeIp.contains(":")) batch.setStoreHostAddressV6Flag();
-            MessageAccessor.putProperty(batch, "WAIT", "true");
-            MessageAccessor.putProperty(batch, "CLUSTER", "DefaultCluster");
-            ByteBuffer encoded = encoder.encode(batch, new PutMessageContext("BatchTopic-2"));
-            out.add("batch\t" + hex(bytes(encoded, encoded.remaining())));
-        }
-
-        MessageStoreConfig crcConfig = new MessageStoreConfig();
-        crcConfig.setEnabledAppendPropCRC(true);
-        MessageExtEncoder crcEncoder = new MessageExtEncoder(crcConfig);
-        MessageExtBrokerInner inner = new MessageExtBrokerInner();
-        inner.setTopic("TopicTest");
-        inner.setQueueId(3);
-        inner.setFlag(7);
-        inner.setBody("Hello RocketMQ".getBytes());
-        inner.setBodyCRC(UtilAll.crc32(inner.getBody()));
-        inner.setBornTimestamp(1763790000123L);
-        inner.setStoreTimestamp(1763790000456L);
-        inner.setBornHost(new InetSocketAddress(InetAddress.getByName("192.168.0.7"), 50123));
-        inner.setStoreHost(new InetSocketAddress(InetAddress.getByName("10.0.0.5"), 10911));
-        inner.setReconsumeTimes(1);
-        inner.setQueueOffset(42L);
-        inner.setPropertiesString("TAGS\u0001TagA\u0002KEYS\u0001k1 k2");
-        if (crcEncoder.encode(inner) != null) throw new IllegalStateException("encode failed");
-        ByteBuffer buffer = crcEncoder.getEncoderBuffer();
-        int msgLen = buffer.getInt(0);
-        byte[] reserved = bytes(buffer.duplicate(), msgLen);
-        out.add("reserved\t" + hex(reserved));
-        // Then DefaultAppendMessageCallback.doAppend: CRC of all but the tail, written by createCrc32.
-        ByteBuffer record = ByteBuffer.wrap(reserved);
-        record.putLong(28, 4096L);
-        ByteBuffer head = record.duplicate();
-        head.limit(msgLen - 20);
-        int crc = UtilAll.crc32(head);
-        ByteBuffer tail = record.duplicate();
-        tail.position(msgLen - 20);
-        MessageDecoder.createCrc32(tail, crc);
-        out.add("filled\t" + hex(reserved));
-
-        // A 200-char topic: the v2 record, here with IPv6 hosts.
-        MessageExtBrokerInner v2 = new MessageExtBrokerInner();
-        v2.setTopic("V2".repeat(100));
-        v2.setVersion(MessageVersion.MESSAGE_VERSION_V2);
-        v2.setQueueId(1);
-        v2.setBody(new byte[] {1, 2, 3});
-        v2.setBodyCRC(UtilAll.crc32(v2.getBody()));
-        v2.setBornTimestamp(5L);
-        v2.setStoreTimestamp(6L);
-        v2.setBornHost(new InetSocketAddress(InetAddress.getByName("2001:db8::1"), 1));
-        v2.setStoreHost(new InetSocketAddress(InetAddress.getByName("::1"), 10911));
-        v2.setBornHostV6Flag();
-        v2.setStoreHostAddressV6Flag();
-        v2.setPropertiesString("UNIQ_KEY\u0001U\u0002");
-        if (encoder.encode(v2) != null) throw new IllegalStateException("encode failed");
-        ByteBuffer v2Buffer = encoder.getEncoderBuffer();
-        out.add("v2\t" + hex(bytes(v2Buffer.duplicate(), v2Buffer.getInt(0))));
-        Files.write(dir.resolve("out.txt"), out);
-    }
-}
-"""
+# The 5.5.0 broker's own record encoder (rocketmq-store MessageExtEncoder) for batches and appended CRCs:
+# the golden build's store-v5 module.
 
 
 @pytest.fixture(scope="module")
 def java_store_oracle(tmp_path_factory: pytest.TempPathFactory) -> _Oracle:
     work = tmp_path_factory.mktemp("store-oracle")
-    classpath = _oracle_classpath("rocketmq-store", "5.5.0", work)
     items = [
         encode_batch_item(
             Message(flag=1, body=b"one", properties={"UNIQ_KEY": "U1", "TAGS": "A"}), trailing_separator=True
@@ -1187,7 +812,7 @@ def java_store_oracle(tmp_path_factory: pytest.TempPathFactory) -> _Oracle:
         encode_batch_item(Message(flag=3, body=b"", properties={}), trailing_separator=True),
     ]
     (work / "batch.bin").write_bytes(b"".join(items))
-    lines = _run_oracle("StoreOracle", _STORE_ORACLE_JAVA, "store-5.5.0", classpath, work)
+    lines = run_golden("store-v5", "encoder", str(work))
     return _Oracle("5.5.0", work, lines)
 
 
@@ -1226,66 +851,11 @@ def test_appended_property_crc_matches_the_5x_broker(java_store_oracle: _Oracle)
 
 
 # The 4.9.7 broker's batch encoder (rocketmq-store 4.9.8 is not published): CommitLog.MessageExtEncoder is a
-# package-private corner, reached by reflection.
-
-_STORE49_ORACLE_JAVA = r"""
-import java.lang.reflect.Constructor;
-import java.lang.reflect.Method;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.util.ArrayList;
-import java.util.List;
-import org.apache.rocketmq.common.message.MessageAccessor;
-import org.apache.rocketmq.common.message.MessageExtBatch;
-
-public class Store49Oracle {
-    static String hex(byte[] b) {
-        StringBuilder sb = new StringBuilder();
-        for (byte x : b) sb.append(String.format("%02X", x));
-        return sb.toString();
-    }
-
-    public static void main(String[] args) throws Exception {
-        Path dir = Paths.get(args[0]);
-        Class<?> encoderClass = Class.forName("org.apache.rocketmq.store.CommitLog$MessageExtEncoder");
-        Constructor<?> newEncoder = encoderClass.getDeclaredConstructor(int.class);
-        newEncoder.setAccessible(true);
-        Object encoder = newEncoder.newInstance(4 * 1024 * 1024);
-        Class<?> contextClass = Class.forName("org.apache.rocketmq.store.CommitLog$PutMessageContext");
-        Constructor<?> newContext = contextClass.getDeclaredConstructor(String.class);
-        newContext.setAccessible(true);
-        Method encode = encoderClass.getDeclaredMethod("encode", MessageExtBatch.class, contextClass);
-        encode.setAccessible(true);
-
-        MessageExtBatch batch = new MessageExtBatch();
-        batch.setTopic("BatchTopic");
-        batch.setQueueId(2);
-        batch.setBody(Files.readAllBytes(dir.resolve("batch.bin")));
-        batch.setBornTimestamp(111L);
-        batch.setStoreTimestamp(222L);
-        batch.setBornHost(new InetSocketAddress(InetAddress.getByName("10.1.1.1"), 40000));
-        batch.setStoreHost(new InetSocketAddress(InetAddress.getByName("10.0.0.5"), 10911));
-        MessageAccessor.putProperty(batch, "WAIT", "true");
-        MessageAccessor.putProperty(batch, "CLUSTER", "DefaultCluster");
-        Object context = newContext.newInstance("BatchTopic-2");
-        ByteBuffer encoded = (ByteBuffer) encode.invoke(encoder, batch, context);
-        byte[] out = new byte[encoded.remaining()];
-        encoded.get(out);
-        List<String> lines = new ArrayList<>();
-        lines.add("batch\t" + hex(out));
-        Files.write(dir.resolve("out.txt"), lines);
-    }
-}
-"""
+# package-private corner, reached by reflection in the golden build's store-v4 module.
 
 
 @pytest.mark.java
 def test_expand_batch_matches_the_49_broker_encoder(tmp_path: Path) -> None:
-    classpath = _oracle_classpath("rocketmq-store", "4.9.7", tmp_path)
     items = [
         encode_batch_item(Message(flag=1, body=b"one", properties={"UNIQ_KEY": "U1", "TAGS": "A"})),
         encode_batch_item(
@@ -1295,7 +865,7 @@ def test_expand_batch_matches_the_49_broker_encoder(tmp_path: Path) -> None:
     ]
     body = b"".join(items)
     (tmp_path / "batch.bin").write_bytes(body)
-    rows = _run_oracle("Store49Oracle", _STORE49_ORACLE_JAVA, "store-4.9.7", classpath, tmp_path)
+    rows = run_golden("store-v4", "encoder", str(tmp_path))
     ((java_hex,),) = [row[1:] for row in rows]
     template = MessageExt(
         topic="BatchTopic",
