@@ -109,8 +109,9 @@ class ClientManageProcessor:
         if group_info is not None:
             ids = group_info.client_ids()
             if ids:
-                return response(body=json_body({"consumerIdList": ids}))
-        return response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
+                return response(ext_fields=EmptyHeader(), body=json_body({"consumerIdList": ids}))
+        # GetConsumerListByGroupResponseHeader has no fields: Java's answers carry extFields {} either way.
+        return response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}", EmptyHeader())
 
     def lock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         body = fastjson.loads(request.body or b"{}")

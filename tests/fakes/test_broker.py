@@ -267,6 +267,7 @@ def test_heartbeat_registers_consumers_and_notifies_the_group(env: Any) -> None:
     a.call(RequestCode.UNREGISTER_CLIENT, {"clientID": "127.0.0.1@a", "consumerGroup": "gn"})
     none = a.call(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "gn"})
     assert (none.code, none.remark) == (ResponseCode.SYSTEM_ERROR, "no consumer for this group, gn")
+    assert none.ext_fields == {}  # GetConsumerListByGroupResponseHeader, a header without fields
 
 
 def test_send_back_redelivers_through_the_retry_topic_after_the_delay(env: Any) -> None:
