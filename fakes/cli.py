@@ -32,6 +32,19 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--broker-name", default=None, help="brokerName (default: broker.conf, else the host name)"
     )
+    parser.add_argument(
+        "--tls-mode",
+        choices=("disabled", "permissive", "enforcing"),
+        default="permissive",
+        help="tls.server.mode: TLS refused, offered next to plain remoting (default), or required",
+    )
+    parser.add_argument("--tls-cert", default=None, help="server certificate, PEM (default: self-signed)")
+    parser.add_argument("--tls-key", default=None, help="its private key, PEM, if not in --tls-cert")
+    parser.add_argument(
+        "--tls-enable",
+        action="store_true",
+        help="tls.enable: the broker registers with name servers over TLS (implied by --tls-mode enforcing)",
+    )
     parser.set_defaults(handler=serve)
 
 
@@ -50,6 +63,7 @@ def serve(args: argparse.Namespace) -> int:
 
     from rmqtwin.fakes.config import BrokerConfig
     from rmqtwin.fakes.service import ServeOptions, TwinServer
+    from rmqtwin.fakes.tls import TlsMode, TlsSettings
 
     observer = FilteringLogObserver(
         textFileLogObserver(sys.stderr), [LogLevelFilterPredicate(defaultLogLevel=LogLevel.warn)]
@@ -69,6 +83,7 @@ def serve(args: argparse.Namespace) -> int:
         role=args.role,
         namesrv_addr=args.namesrv_addr,
         config=config,
+        tls=TlsSettings(TlsMode(args.tls_mode), args.tls_cert, args.tls_key, client=args.tls_enable),
     )
     server = TwinServer(options, reactor)
     status = {"code": 0}

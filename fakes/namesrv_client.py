@@ -9,8 +9,10 @@ from __future__ import annotations
 import zlib
 from typing import TYPE_CHECKING, Any
 
+from twisted.internet import ssl
 from twisted.internet.defer import Deferred, DeferredList, succeed
-from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.endpoints import SSL4ClientEndpoint, TCP4ClientEndpoint, connectProtocol
+from twisted.internet.interfaces import IStreamClientEndpoint
 from twisted.logger import Logger
 
 from rmqtwin.codec import fastjson
@@ -29,13 +31,21 @@ class NamesrvClient:
         self.broker = broker
         self.reactor = reactor
         self.connections: dict[str, RemotingProtocol] = {}
+        self.use_tls = False
+        """Speak TLS to the name servers (the broker's ``tls.enable``), trusting any certificate as
+        Java's ``tls.test.mode`` does."""
 
     def _connect(self, addr: str) -> Deferred[RemotingProtocol]:
         existing = self.connections.get(addr)
         if existing is not None and existing.is_active:
             return succeed(existing)
         host, _, port = addr.rpartition(":")
-        endpoint = TCP4ClientEndpoint(self.reactor, host, int(port), timeout=5)
+        endpoint: IStreamClientEndpoint
+        if self.use_tls:
+            options = ssl.CertificateOptions(verify=False)
+            endpoint = SSL4ClientEndpoint(self.reactor, host, int(port), options, timeout=5)
+        else:
+            endpoint = TCP4ClientEndpoint(self.reactor, host, int(port), timeout=5)
         proto = RemotingProtocol(None, self.reactor, on_close=lambda p: self._closed(addr, p))
         d: Deferred[RemotingProtocol] = connectProtocol(endpoint, proto)
 

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,9 +82,13 @@ def _parse_ready(line: str) -> dict[str, str]:
 
 
 def start_subprocess(
-    store_dir: str, *, broker_conf: dict[str, Any] | None = None, broker_name: str = "broker-a"
+    store_dir: str,
+    *,
+    broker_conf: dict[str, Any] | None = None,
+    broker_name: str = "broker-a",
+    serve_args: Sequence[str] = (),
 ) -> RunningTwin:
-    """``rmqtwin serve`` on free loopback ports; returns once it printed its ready line."""
+    """``rmqtwin serve [SERVE_ARGS]`` on free loopback ports; returns once it printed its ready line."""
     conf_path = os.path.join(store_dir, "broker.conf")
     os.makedirs(store_dir, exist_ok=True)
     _write_conf(conf_path, {"brokerName": broker_name, **(broker_conf or {})})
@@ -103,6 +107,7 @@ def start_subprocess(
         os.path.join(store_dir, "store"),
         "--config",
         conf_path,
+        *serve_args,
     ]
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode caching halves the start-up time

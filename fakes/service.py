@@ -15,10 +15,12 @@ from typing import Any
 
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.interfaces import IListeningPort
+from twisted.internet.protocol import ServerFactory
 from twisted.logger import Logger
 
 from rmqtwin.fakes.config import BrokerConfig
 from rmqtwin.fakes.server import RemotingProtocol, RemotingServerFactory
+from rmqtwin.fakes.tls import HandshakeSniffingFactory, TlsMode, TlsSettings
 from rmqtwin.listen import listen_vip_pair
 
 log = Logger()
@@ -55,6 +57,7 @@ class ServeOptions:
     role: str = "both"
     namesrv_addr: str | None = None
     config: BrokerConfig = field(default_factory=BrokerConfig)
+    tls: TlsSettings = field(default_factory=TlsSettings)
 
 
 class TwinServer:
@@ -78,7 +81,7 @@ class TwinServer:
             factory = RemotingServerFactory(
                 self.namesrv.dispatcher, self.reactor, on_close=self.namesrv.channel_closed
             )
-            port = self.reactor.listenTCP(opts.namesrv_port, factory, interface=opts.host)
+            port = self.reactor.listenTCP(opts.namesrv_port, self._with_tls(factory), interface=opts.host)
             self.ports.append(port)
             self.namesrv.start()
             self.namesrv_address = f"{host_for_clients}:{_port_of(port)}"
@@ -112,16 +115,25 @@ class TwinServer:
         if not broker.load():
             raise RuntimeError(f"the store in {store_dir} could not be loaded")
         holder["broker"] = broker
+        if broker.namesrv is not None:
+            broker.namesrv.use_tls = opts.tls.client_enabled
         self.broker = broker
         self.broker_address = config.broker_addr
         del vip_port
         return broker.start()
 
+    def _with_tls(self, factory: RemotingServerFactory) -> ServerFactory:
+        """``factory`` behind the TLS handshake check, unless TLS is disabled (``tls.server.mode``)."""
+        if self.options.tls.mode is TlsMode.DISABLED:
+            return factory
+        return HandshakeSniffingFactory(factory, self.options.tls)
+
     def _listen_pair(
         self, port: int, factory: RemotingServerFactory
     ) -> tuple[IListeningPort, IListeningPort]:
         """The main port and its VIP channel (port - 2); with port 0, a free pair."""
-        pair = listen_vip_pair(self.reactor, port, factory, factory, interface=self.options.host)
+        listening = self._with_tls(factory)
+        pair = listen_vip_pair(self.reactor, port, listening, listening, interface=self.options.host)
         self.ports.extend(pair)
         return pair
 

@@ -61,7 +61,9 @@ final class Events {
         long start = System.nanoTime();
         int status = 0;
         try {
-            body.run(spec(args));
+            JsonObject spec = spec(args);
+            setSystemProperties(spec);
+            body.run(spec);
         } catch (Throwable t) {
             Map<String, Object> e = event("fatal");
             putError(e, t);
@@ -74,6 +76,19 @@ final class Events {
         }
         System.out.flush();
         System.exit(status);
+    }
+
+    /**
+     * Sets the spec's "systemProperties" (e.g. {"tls.enable": "true"}) before any client class reads
+     * them: RocketMQ takes settings such as TLS from system properties in static initialisers.
+     */
+    static void setSystemProperties(JsonObject spec) {
+        JsonElement props = spec.get("systemProperties");
+        if (props != null && props.isJsonObject()) {
+            for (Map.Entry<String, JsonElement> e : props.getAsJsonObject().entrySet()) {
+                System.setProperty(e.getKey(), e.getValue().getAsString());
+            }
+        }
     }
 
     /** A client call that may fail on a connection hiccup. */
