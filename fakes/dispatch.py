@@ -19,7 +19,13 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from rmqtwin.codec.codes import ResponseCode
-from rmqtwin.codec.headers import CommandCustomHeader, HeaderFieldError, from_ext_fields, to_ext_fields
+from rmqtwin.codec.headers import (
+    CommandCustomHeader,
+    HeaderFieldError,
+    from_ext_fields,
+    header_fields,
+    to_ext_fields,
+)
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
@@ -55,6 +61,7 @@ class RequestHandler(Protocol):
 
 
 H = TypeVar("H", bound=CommandCustomHeader)
+T = TypeVar("T")
 Handler: TypeAlias = Callable[["Channel", "RemotingCommand"], Any]
 
 log = Logger(namespace="rmqtwin.fakes")
@@ -89,6 +96,26 @@ def decode_header(request: RemotingCommand, cls: type[H], *, strict: bool = True
     the dispatcher answers as the real broker does. ``strict=False`` leaves such fields ``None``, for
     a processor whose own checks meet the null first."""
     return from_ext_fields(cls, request.ext_fields, strict=strict)
+
+
+def decode_header_fast(request: RemotingCommand, cls: type[H]) -> H:
+    """Decode like a Java ``FastCodesHeader``: a number that does not parse fails at once
+    (``NumberFormatException``), a missing field is left ``None`` for the processor to meet
+    (``require``), so the processor's own checks that come first still answer first."""
+    header = from_ext_fields(cls, request.ext_fields, strict=False)
+    ext = request.ext_fields or {}
+    for spec in header_fields(cls):
+        text = ext.get(spec.wire)
+        if text is not None and getattr(header, spec.attr) is None:
+            raise HeaderFieldError.unparsable(spec.wire, text)
+    return header
+
+
+def require(value: T | None, wire: str) -> T:
+    """A required header field at the point the Java processor unboxes or looks it up (an NPE if null)."""
+    if value is None:
+        raise HeaderFieldError.missing(wire)
+    return value
 
 
 def request_command(

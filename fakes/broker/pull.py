@@ -17,7 +17,7 @@ from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rmqtwin.fakes.broker.filter import FilterError, message_filter_for
 from rmqtwin.fakes.broker.topics import is_readable
-from rmqtwin.fakes.dispatch import Channel, decode_header, response, suggest_todo
+from rmqtwin.fakes.dispatch import Channel, decode_header_fast, require, response, suggest_todo
 from rmqtwin.store_mirror.record import java_string_hash
 
 if TYPE_CHECKING:
@@ -190,16 +190,15 @@ class PullProcessor:
         self, channel: Channel, request: RemotingCommand, *, allow_suspend: bool
     ) -> RemotingCommand | None:
         broker = self.broker
-        header = decode_header(request, PullMessageRequestHeader)
-        group, topic = header.consumer_group, header.topic
-        queue_id, queue_offset = header.queue_id, header.queue_offset
-        sys_flag = header.sys_flag
+        # A missing field fails where PullMessageProcessor first meets it, after the checks before it.
+        header = decode_header_fast(request, PullMessageRequestHeader)
 
         if not is_readable(broker.config.broker_permission):
             return response(
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{broker.config.broker_ip1}] pulling message is forbidden",
             )
+        group = require(header.consumer_group, "consumerGroup")
         group_config = broker.groups.find(group)
         if group_config is None:
             return response(
@@ -208,11 +207,13 @@ class PullProcessor:
             )
         if not group_config.consume_enable:
             return response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        sys_flag = require(header.sys_flag, "sysFlag")
         has_suspend = bool(sys_flag & FLAG_SUSPEND)
         has_commit = bool(sys_flag & FLAG_COMMIT_OFFSET)
         has_subscription = bool(sys_flag & FLAG_SUBSCRIPTION)
-        suspend_millis = header.suspend_timeout_millis if has_suspend else 0
+        suspend_millis = require(header.suspend_timeout_millis, "suspendTimeoutMillis") if has_suspend else 0
 
+        topic = require(header.topic, "topic")
         topic_config = broker.topics.get(topic)
         if topic_config is None:
             return response(
@@ -221,6 +222,7 @@ class PullProcessor:
             )
         if not is_readable(topic_config.perm):
             return response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+        queue_id = require(header.queue_id, "queueId")
         if queue_id < 0 or queue_id >= topic_config.read_queue_nums:
             return response(
                 ResponseCode.SYSTEM_ERROR,
@@ -255,7 +257,7 @@ class PullProcessor:
                     ResponseCode.SUBSCRIPTION_NOT_EXIST,
                     f"the consumer's subscription not exist{suggest_todo()}",
                 )
-            if int(found.get("subVersion", 0)) < header.sub_version:
+            if int(found.get("subVersion", 0)) < require(header.sub_version, "subVersion"):
                 return response(
                     ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
                 )
@@ -271,9 +273,11 @@ class PullProcessor:
                 f"The broker does not support consumer to filter message by {expression_type}",
             )
 
-        result = broker.store.get_message(
-            group, topic, queue_id, queue_offset, header.max_msg_nums, message_filter
-        )
+        queue_offset = require(header.queue_offset, "queueOffset")
+        max_msg_nums = require(header.max_msg_nums, "maxMsgNums")
+        store_offset = allow_suspend and has_commit and broker.config.broker_role != "SLAVE"
+        commit_offset = require(header.commit_offset, "commitOffset") if store_offset else 0
+        result = broker.store.get_message(group, topic, queue_id, queue_offset, max_msg_nums, message_filter)
         status = result.status.name
         answer_header = PullMessageResponseHeader(
             suggest_which_broker_id=0,
@@ -308,6 +312,6 @@ class PullProcessor:
         else:
             answer = response(code, status, answer_header)
 
-        if allow_suspend and has_commit and broker.config.broker_role != "SLAVE":
-            broker.offsets.commit_offset(group, topic, queue_id, header.commit_offset)
+        if store_offset:
+            broker.offsets.commit_offset(group, topic, queue_id, commit_offset)
         return answer

@@ -488,12 +488,24 @@ def test_bad_send_headers_get_the_java_processors_answers(env: Any) -> None:
 def test_bad_pull_and_offset_headers_get_the_java_processors_answers(env: Any) -> None:
     broker, clock = env
     p = peer(broker, clock)
+    send_v2(p, "TopicB", b"x")
     header = {k: v for k, v in pull_header("gb", "TopicB", 0).items() if k != "queueOffset"}
+    # PullMessageProcessor checks the consumer before it reads queueOffset (24 on a real 4.9.7 too)
+    unknown = p.call(RequestCode.PULL_MESSAGE, header)
+    assert unknown.code == ResponseCode.SUBSCRIPTION_NOT_EXIST
+    heartbeat(p, "gb", "TopicB")
     pull = p.call(RequestCode.PULL_MESSAGE, header)
     assert (pull.code, pull.remark) == (
         ResponseCode.SYSTEM_ERROR,
         "java.lang.NullPointerException, the custom field <queueOffset> is null",
     )
+    # a number that does not parse fails in the header's own decode, before any check
+    bad = p.call(RequestCode.PULL_MESSAGE, {**pull_header("nobody", "TopicB", 0), "maxMsgNums": "many"})
+    assert (bad.code, bad.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        'java.lang.NumberFormatException: For input string: "many"',
+    )
+    assert p.call(RequestCode.PULL_MESSAGE, pull_header("gb", "TopicB", 0)).code == ResponseCode.SUCCESS
     max_offset = p.call(RequestCode.GET_MAX_OFFSET, {"topic": "TopicB", "queueId": "x"})
     assert (max_offset.code, max_offset.remark) == (
         ResponseCode.SYSTEM_ERROR,
@@ -502,7 +514,7 @@ def test_bad_pull_and_offset_headers_get_the_java_processors_answers(env: Any) -
     back = p.call(RequestCode.CONSUMER_SEND_MSG_BACK, {"group": "gb", "offset": 0})
     assert back.remark == "java.lang.NullPointerException, the custom field <delayLevel> is null"
     found = p.call(RequestCode.GET_MAX_OFFSET, {"topic": "TopicB", "queueId": 0})
-    assert (found.code, found.ext_fields) == (ResponseCode.SUCCESS, {"offset": "0"})
+    assert (found.code, found.ext_fields) == (ResponseCode.SUCCESS, {"offset": "1"})
 
 
 def test_restart_reads_back_topics_offsets_and_groups_in_the_brokers_layout(tmp_path: Any) -> None:
