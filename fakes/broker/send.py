@@ -33,7 +33,7 @@ from rmqtwin.fakes.broker.topics import (
     is_writeable,
     validate_topic,
 )
-from rmqtwin.fakes.dispatch import Channel, decode_header, response, suggest_todo
+from rmqtwin.fakes.dispatch import Channel, decode_header, decode_header_fast, response, suggest_todo
 from rmqtwin.store_mirror.record import (
     MULTI_TAGS_FLAG,
     MessageExtBrokerInner,
@@ -118,9 +118,12 @@ class SendProcessor:
 
     # -- SEND_MESSAGE / V2 / BATCH ----------------------------------------------------------------
     def process_send(self, channel: Channel, request: RemotingCommand) -> Any:
-        topic_key = "b" if request.code in _SEND_V2_CODES else "topic"
-        if request.version < V5_0_0 and (request.ext_fields or {}).get(topic_key) is None:
-            # 4.9's msgCheck meets the null topic before anything else does (5.x fails with an NPE).
+        v2 = request.code in _SEND_V2_CODES
+        if request.version < V5_0_0 and (request.ext_fields or {}).get("b" if v2 else "topic") is None:
+            # 4.9's msgCheck meets the null topic before anything else does (5.x fails with an NPE);
+            # only the V2 header (a FastCodesHeader) fails earlier, on a number that does not parse.
+            if v2:
+                decode_header_fast(request, SendMessageRequestHeaderV2)
             return response(ResponseCode.SYSTEM_ERROR, validate_topic(None), self._send_response_ext())
         header = send_header(request)
         if header.batch or request.code == RequestCode.SEND_BATCH_MESSAGE:

@@ -467,6 +467,8 @@ def test_bad_send_headers_get_the_java_processors_answers(env: Any) -> None:
     blank = p.call(RequestCode.SEND_MESSAGE_V2, no_topic, b"x", version=409)
     assert (blank.code, blank.remark) == (ResponseCode.SYSTEM_ERROR, "The specified topic is blank.")
     assert (blank.ext_fields or {}).get("MSG_REGION") == "DefaultRegion"
+    unparsable = p.call(RequestCode.SEND_MESSAGE_V2, {**no_topic, "g": "now"}, b"x", version=409)
+    assert unparsable.remark == 'java.lang.NumberFormatException: For input string: "now"'
     five = p.call(RequestCode.SEND_MESSAGE_V2, no_topic, b"x", version=453)
     assert (five.code, five.remark) == (
         ResponseCode.SYSTEM_ERROR,
