@@ -27,6 +27,11 @@ def register(subparsers: Any) -> None:
         "--advertise", default=None, help="address the broker registers (default: the bound host)"
     )
     parser.add_argument("--config", default=None, help="RocketMQ broker.conf (Java properties)")
+    parser.add_argument(
+        "--acl-file",
+        default=None,
+        help="plain_acl.yml for aclEnable=true (default: $ROCKETMQ_HOME/conf/plain_acl.yml, conf/acl/)",
+    )
     parser.add_argument("--role", choices=("both", "namesrv", "broker"), default="both")
     parser.add_argument("--namesrv-addr", default=None, help="name server(s) the broker registers with (a;b)")
     parser.add_argument(
@@ -74,6 +79,7 @@ def serve(args: argparse.Namespace) -> int:
     config = BrokerConfig.load(args.config) if args.config else BrokerConfig()
     if args.broker_name:
         config.broker_name = args.broker_name
+    config.acl_file = args.acl_file
     options = ServeOptions(
         host=args.host,
         namesrv_port=args.namesrv_port,

@@ -68,10 +68,15 @@ class BrokerConfig:
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     default_query_max_num: int = 32
     file_reserved_time: int = 72
+    acl_enable: bool = False
     extra: dict[str, str] = field(default_factory=dict)
+    acl_file: str | None = None
+    """Not a broker.conf key: the plain_acl.yml ``rmqtwin serve --acl-file`` names (else the real
+    broker's rule, ``$ROCKETMQ_HOME/conf/plain_acl.yml`` and ``conf/acl/``)."""
 
     # ``brokerIP1`` does not survive the generic camel/snake round trip.
     _ALIASES = {"brokerIP1": "broker_ip1", "transactionTimeOut": "transaction_timeout"}
+    _NOT_PROPERTIES = ("extra", "acl_file")
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
@@ -89,7 +94,7 @@ class BrokerConfig:
 
     def update(self, props: Mapping[str, str]) -> list[str]:
         """Apply properties (UPDATE_BROKER_CONFIG / broker.conf); returns the keys it changed."""
-        known = {f.name: f for f in dataclasses.fields(self) if f.name != "extra"}
+        known = {f.name: f for f in dataclasses.fields(self) if f.name not in self._NOT_PROPERTIES}
         changed = []
         for key, raw in props.items():
             attr = self._ALIASES.get(key, _snake(key))
@@ -107,7 +112,7 @@ class BrokerConfig:
         inverse = {v: k for k, v in self._ALIASES.items()}
         out: dict[str, str] = {}
         for f in dataclasses.fields(self):
-            if f.name == "extra":
+            if f.name in self._NOT_PROPERTIES:
                 continue
             value = getattr(self, f.name)
             key = inverse.get(f.name, _camel(f.name))

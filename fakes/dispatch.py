@@ -63,6 +63,7 @@ class RequestHandler(Protocol):
 H = TypeVar("H", bound=CommandCustomHeader)
 T = TypeVar("T")
 Handler: TypeAlias = Callable[["Channel", "RemotingCommand"], Any]
+BeforeDispatch: TypeAlias = Callable[["Channel", "RemotingCommand"], "RemotingCommand | None"]
 
 log = Logger(namespace="rmqtwin.fakes")
 
@@ -159,11 +160,21 @@ class Dispatcher:
         self.name = name
         self.table: dict[int, Handler] = {}
         self.unknown_code_answer = unknown_code_answer
+        self.before_dispatch: list[BeforeDispatch] = []
 
     def register(self, code: int, handler: Handler) -> None:
         self.table[int(code)] = handler
 
+    def add_before_dispatch(self, hook: BeforeDispatch) -> None:
+        """A check every request passes before its handler, whatever its code (Java's server RPC
+        hooks, such as the broker's ACL): a hook returns None, or the response that answers instead."""
+        self.before_dispatch.append(hook)
+
     def dispatch(self, channel: Channel, request: RemotingCommand) -> HandlerResult:
+        for hook in self.before_dispatch:
+            refused = hook(channel, request)
+            if refused is not None:
+                return refused
         handler = self.table.get(request.code)
         if handler is None:
             if not self.unknown_code_answer:

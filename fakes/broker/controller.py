@@ -17,6 +17,7 @@ from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
 from rmqtwin.codec.codes import RequestCode
+from rmqtwin.fakes.broker.acl import PlainAclService
 from rmqtwin.fakes.broker.admin import AdminProcessor
 from rmqtwin.fakes.broker.client_manage import ClientManageProcessor, notify_consumer_ids_changed
 from rmqtwin.fakes.broker.clients import ConsumerManager, ProducerManager, RebalanceLockManager
@@ -82,6 +83,7 @@ class BrokerController:
         self.admin = AdminProcessor(self)
         self.query = QueryProcessor(self)
         self.dispatcher = self._build_dispatcher()
+        self.acl = self._enable_acl() if config.acl_enable else None
         self.namesrv = NamesrvClient(self, reactor) if reactor is not None else None
         self._loops: list[LoopingCall] = []
         self._started = False
@@ -155,6 +157,12 @@ class BrokerController:
             d.register(code, handler)
         return d
 
+    def _enable_acl(self) -> PlainAclService:
+        """``aclEnable=true``: plain ACL checks every request on both ports before its handler."""
+        acl = PlainAclService(self.config.acl_file)
+        self.dispatcher.add_before_dispatch(acl.before_dispatch)
+        return acl
+
     # -- lifecycle -------------------------------------------------------------------------------
     def load(self) -> bool:
         """``BrokerController.initialize``: the config files (each falling back to its ``.bak``), then
@@ -169,6 +177,8 @@ class BrokerController:
         self.transaction_check.start()
         self._every(self.config.flush_consumer_offset_interval / 1000.0, self.persist_offsets)
         self._every(HOUSEKEEPING_INTERVAL, self.scan_not_active_channels)
+        if self.acl is not None:
+            self._every(self.acl.WATCH_INTERVAL, self.acl.reload_if_changed)
         self._started = True
         self.persist_topics()
         if self.namesrv is None:
