@@ -103,6 +103,16 @@ class TlsSettings:
         return self._options
 
 
+# NettyRemotingServer's warnings when it closes such a connection
+_REFUSED_TLS = (
+    "Clients intend to establish an SSL connection while this server is running in SSL disabled mode ({peer})"
+)
+_REFUSED_PLAIN = (
+    "Clients intend to establish an insecure connection while this server is running in SSL enforcing mode "
+    "({peer})"
+)
+
+
 class _HandshakeSniffer(Protocol):
     """Waits for the first byte, then hands the connection to the plain or the TLS protocol."""
 
@@ -119,27 +129,17 @@ class _HandshakeSniffer(Protocol):
             return
         settings = self.sniffing.settings
         wrapped = self.sniffing.wrapped
-        inner: Any
+        inner: Any = None
         if data[0] == HANDSHAKE_MAGIC_CODE:
             if settings.mode is TlsMode.DISABLED:
-                log.warn(
-                    "Clients intend to establish an SSL connection while this server is running in SSL "
-                    "disabled mode ({peer})",
-                    peer=self.addr,
+                log.warn(_REFUSED_TLS, peer=self.addr)
+            else:
+                inner = TLSMemoryBIOFactory(settings.context_factory(), False, wrapped).buildProtocol(
+                    self.addr
                 )
-                self.transport.loseConnection()  # type: ignore[union-attr]
-                return
-            tls = TLSMemoryBIOFactory(settings.context_factory(), False, wrapped)
-            inner = tls.buildProtocol(self.addr)
+        elif settings.mode is TlsMode.ENFORCING:
+            log.warn(_REFUSED_PLAIN, peer=self.addr)
         else:
-            if settings.mode is TlsMode.ENFORCING:
-                log.warn(
-                    "Clients intend to establish an insecure connection while this server is running in "
-                    "SSL enforcing mode ({peer})",
-                    peer=self.addr,
-                )
-                self.transport.loseConnection()  # type: ignore[union-attr]
-                return
             inner = wrapped.buildProtocol(self.addr)
         if inner is None:
             self.transport.loseConnection()  # type: ignore[union-attr]
