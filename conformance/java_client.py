@@ -55,6 +55,7 @@ DRIVER_CLASSES = {
     "push_consumer": "rmqtwin.conformance.PushConsumer",
     "lite_pull": "rmqtwin.conformance.LitePullConsumer",
     "benchmark_producer": "rmqtwin.conformance.BenchmarkProducer",
+    "acl_probe": "rmqtwin.conformance.AclProbe",
 }
 MQADMIN_CLASS = "org.apache.rocketmq.tools.command.MQAdminStartup"
 TRANSPORT_FAILURES = ("RemotingTimeoutException", "RemotingSendRequestException", "RemotingConnectException")

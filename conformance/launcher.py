@@ -499,7 +499,8 @@ class RealRocketMQ:
     every broker; ``brokers``: how many masters (named broker-a, broker-b, ...) in cluster
     ``rmqtwin``; ``namesrv_port``/``broker_port``: fixed ports instead of free ones (further
     brokers use broker_port + 4*i); ``work_dir``: where homes and logs go (default a temp dir,
-    removed by stop() unless ``keep_work_dir``).
+    removed by stop() unless ``keep_work_dir``); ``conf_files``: file name -> text written into
+    every broker's ``$ROCKETMQ_HOME/conf/`` before it starts (``{"plain_acl.yml": ...}``).
     """
 
     def __init__(
@@ -516,6 +517,7 @@ class RealRocketMQ:
         namesrv_heap_mb: int = 128,
         broker_heap_mb: int = 384,
         start_timeout: float = 240.0,
+        conf_files: Mapping[str, str] | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("brokers must be at least 1")
@@ -530,6 +532,7 @@ class RealRocketMQ:
         self.namesrv_heap_mb = namesrv_heap_mb
         self.broker_heap_mb = broker_heap_mb
         self.start_timeout = start_timeout
+        self.conf_files = dict(conf_files or {})
         self.work_dir: Path | None = None
         self.namesrv: JavaProcess | None = None
         self.brokers: list[JavaProcess] = []
@@ -652,6 +655,8 @@ class RealRocketMQ:
             self.store_dirs.append(store)
         for index, name in enumerate(self.broker_names):
             home = prepare_home(self.work_dir / name)
+            for filename, text in self.conf_files.items():
+                (home / "conf" / filename).write_text(text, encoding="utf-8")
             conf_path = home / "broker.conf"
             conf_path.write_text(_format_properties(self.broker_conf(index)))
             self.brokers.append(

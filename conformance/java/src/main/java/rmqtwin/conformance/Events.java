@@ -20,11 +20,14 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import org.apache.rocketmq.acl.common.AclClientRPCHook;
+import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.remoting.RPCHook;
 
 /**
  * The JSON-lines contract shared by every driver: the spec comes in as the first argument (inline
@@ -89,6 +92,19 @@ final class Events {
                 System.setProperty(e.getKey(), e.getValue().getAsString());
             }
         }
+    }
+
+    /**
+     * The spec's "acl" ({"accessKey": ..., "secretKey": ...}) as the AclClientRPCHook a client
+     * signs its requests with for a broker running ACL 1.0 (plain_acl.yml); null without one.
+     */
+    static RPCHook rpcHook(JsonObject spec) {
+        JsonElement acl = spec.get("acl");
+        if (acl == null || !acl.isJsonObject()) {
+            return null;
+        }
+        JsonObject o = acl.getAsJsonObject();
+        return new AclClientRPCHook(new SessionCredentials(required(o, "accessKey"), required(o, "secretKey")));
     }
 
     /** A client call that may fail on a connection hiccup. */

@@ -19,7 +19,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  *
  * <p>Spec: namesrv, group, topic, mode (subscribe|assign), expression or sql, queues (queue ids
  * to assign; default all), seek (begin|end|none; assign mode, default begin), consumeFromWhere,
- * broadcasting, expect, timeoutMs, pollTimeoutMs, pullBatchSize, autoCommit.
+ * broadcasting, expect, timeoutMs, pollTimeoutMs, pullBatchSize, autoCommit, acl {accessKey,
+ * secretKey} (sign with AclClientRPCHook).
  */
 public final class LitePullConsumer {
     private LitePullConsumer() {
@@ -33,7 +34,7 @@ public final class LitePullConsumer {
         long start = System.nanoTime();
         String topic = Events.required(spec, "topic");
         String mode = Events.str(spec, "mode", "subscribe");
-        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(Events.required(spec, "group"));
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(Events.required(spec, "group"), Events.rpcHook(spec));
         consumer.setNamesrvAddr(Events.required(spec, "namesrv"));
         consumer.setInstanceName(Events.instanceName("litepull"));
         consumer.setConsumeFromWhere(

@@ -29,7 +29,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * <p>Spec: namesrv, topic, group, mode (sync|async|oneway|batch|ordered|transaction), messages
  * (list of {body|bodyBase64|bodySize, tags, keys, properties, delayLevel, topic, mode, queueId,
  * shardingKey, transaction, check}) or count (+ bodyPrefix), tags/keys/properties defaults,
- * batchSize, sendTimeoutMs, retryTimes, compressOver, maxMessageSize, expectChecks, timeoutMs.
+ * batchSize, sendTimeoutMs, retryTimes, compressOver, maxMessageSize, expectChecks, timeoutMs,
+ * acl {accessKey, secretKey} (sign with AclClientRPCHook).
  */
 public final class Producer {
     private static final AtomicInteger OK = new AtomicInteger();
@@ -57,11 +58,11 @@ public final class Producer {
         Map<String, Integer> txIndex = new ConcurrentHashMap<>();
         DefaultMQProducer producer;
         if ("transaction".equals(mode)) {
-            TransactionMQProducer tx = new TransactionMQProducer(Events.str(spec, "group", "rmqtwin_tx_producer"));
+            TransactionMQProducer tx = new TransactionMQProducer(Events.str(spec, "group", "rmqtwin_tx_producer"), Events.rpcHook(spec));
             tx.setTransactionListener(new Listener(specs, txIndex));
             producer = tx;
         } else {
-            producer = new DefaultMQProducer(Events.str(spec, "group", "rmqtwin_producer"));
+            producer = new DefaultMQProducer(Events.str(spec, "group", "rmqtwin_producer"), Events.rpcHook(spec));
         }
         producer.setNamesrvAddr(Events.required(spec, "namesrv"));
         producer.setInstanceName(Events.instanceName("producer"));

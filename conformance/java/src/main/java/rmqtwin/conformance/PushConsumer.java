@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.MessageSelector;
+import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -25,7 +26,8 @@ import org.apache.rocketmq.common.message.MessageExt;
  * settleMs (keep listening after the target for redeliveries), reconsumeLater {keys, tags, bodies,
  * times}: answer RECONSUME_LATER (SUSPEND_CURRENT_QUEUE_A_MOMENT when orderly) for matching
  * messages until they come back with reconsumeTimes &gt;= times; consumeThreads, pullBatchSize,
- * consumeBatchMaxSize, maxReconsumeTimes, suspendMillis, delayLevelWhenNextConsume.
+ * consumeBatchMaxSize, maxReconsumeTimes, suspendMillis, delayLevelWhenNextConsume, acl {accessKey,
+ * secretKey} (sign with AclClientRPCHook).
  */
 public final class PushConsumer {
     private static final AtomicInteger DELIVERIES = new AtomicInteger();
@@ -98,7 +100,8 @@ public final class PushConsumer {
     }
 
     static DefaultMQPushConsumer build(JsonObject spec) throws Exception {
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(Events.required(spec, "group"));
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(
+            Events.required(spec, "group"), Events.rpcHook(spec), new AllocateMessageQueueAveragely());
         consumer.setNamesrvAddr(Events.required(spec, "namesrv"));
         consumer.setInstanceName(Events.instanceName("push"));
         consumer.setConsumeFromWhere(
