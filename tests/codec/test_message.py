@@ -799,6 +799,18 @@ def test_uniq_id_matches_message_client_id_setter(java_oracle: _Oracle) -> None:
 # the golden build's store-v5 module.
 
 
+def _batch_put(store_host: tuple[str, int]) -> MessageExt:
+    """The batch put the store modules give the broker's encoder (StoreOracle.batch), less its body."""
+    return MessageExt(
+        topic="BatchTopic",
+        queue_id=2,
+        born_timestamp=111,
+        store_timestamp=222,
+        born_host=("10.1.1.1", 40000),
+        store_host=store_host,
+    )
+
+
 @pytest.fixture(scope="module")
 def java_store_oracle(tmp_path_factory: pytest.TempPathFactory) -> _Oracle:
     work = tmp_path_factory.mktemp("store-oracle")
@@ -822,14 +834,7 @@ def test_expand_batch_matches_the_5x_broker_encoder(java_store_oracle: _Oracle) 
     body = (java_store_oracle.work / "batch.bin").read_bytes()
     (ipv4,), (ipv6,) = java_store_oracle.rows("batch")
     for java_hex, store_host in ((ipv4, ("10.0.0.5", 10911)), (ipv6, ("::1", 10911))):
-        template = MessageExt(
-            topic="BatchTopic",
-            queue_id=2,
-            born_timestamp=111,
-            store_timestamp=222,
-            born_host=("10.1.1.1", 40000),
-            store_host=store_host,
-        )
+        template = _batch_put(store_host)
         stored = expand_batch(body, template, None)
         assert b"".join(encode_message_record(m) for m in stored) == bytes.fromhex(java_hex)
         merged = expand_batch(body, template, {"WAIT": "true", "CLUSTER": "DefaultCluster"})
@@ -867,14 +872,7 @@ def test_expand_batch_matches_the_49_broker_encoder(tmp_path: Path) -> None:
     (tmp_path / "batch.bin").write_bytes(body)
     rows = run_golden("store-v4", "encoder", str(tmp_path))
     ((java_hex,),) = [row[1:] for row in rows]
-    template = MessageExt(
-        topic="BatchTopic",
-        queue_id=2,
-        born_timestamp=111,
-        store_timestamp=222,
-        born_host=("10.1.1.1", 40000),
-        store_host=("10.0.0.5", 10911),
-    )
+    template = _batch_put(("10.0.0.5", 10911))
     batch_props = in_java_hash_map_order({"WAIT": "true", "CLUSTER": "DefaultCluster"})
     stored = expand_batch(body, template, batch_props)
     assert b"".join(encode_message_record(m) for m in stored) == bytes.fromhex(java_hex)

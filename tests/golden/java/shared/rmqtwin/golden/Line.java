@@ -6,36 +6,40 @@ import org.apache.rocketmq.remoting.protocol.RemotingSerializable;
 
 /**
  * What really differs between the RocketMQ lines the golden build covers (4.9.x and 5.x), implemented
- * once per Maven module by its {@code Main}. Everything else is shared source: the classes that kept
+ * once per line module by its {@code Main}, a subclass. Everything else is shared source: the classes that kept
  * their packages are used directly, and {@code Cases} (a template filtered with the module's
  * package names) builds the vectors from the classes that moved.
  */
-interface Line {
-    /** Packages searched, in order, for a class named by its simple name (headers, bodies). */
-    String[] packages();
+abstract class Line {
+    private final String[] packages;
+
+    /** The packages searched, in order, for a class named by its simple name (headers, bodies). */
+    Line(String... packages) {
+        this.packages = packages;
+    }
 
     /** The bean properties this line's JSON library serializes for a body class. */
-    List<String> bodyProperties(Class<?> cls) throws Exception;
+    abstract List<String> bodyProperties(Class<?> cls) throws Exception;
 
     /** A properties string as this line's producer puts it in header {@code i} / {@code properties}. */
-    String producerProperties();
+    abstract String producerProperties();
 
     /** The namesrv's encoding of a TopicRouteData for request version >= V4_9_4 or acceptStandardJsonOnly. */
-    byte[] routeStandard(RemotingSerializable route);
+    abstract byte[] routeStandard(RemotingSerializable route);
 
     /** The topic-config wrapper as this line's broker registers it (5.x: with the queue-mapping members). */
-    RemotingSerializable registerWrapper(RemotingSerializable topicConfigWrapper);
+    abstract RemotingSerializable registerWrapper(RemotingSerializable topicConfigWrapper);
 
     /** Request vectors only this line's classes can build (added after the common ones). */
-    void lineOnlyRequests(Vectors v) throws Exception;
+    abstract void lineOnlyRequests(Vectors v) throws Exception;
 
     /** The release of the classes on the classpath, e.g. "4.9.8" for MQVersion V4_9_8. */
-    default String rocketmq() {
+    String rocketmq() {
         return MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION).substring(1).replace('_', '.');
     }
 
-    default Class<?> resolve(String simpleName) throws ClassNotFoundException {
-        for (String p : packages()) {
+    Class<?> resolve(String simpleName) throws ClassNotFoundException {
+        for (String p : packages) {
             try {
                 return Class.forName(p + simpleName);
             } catch (ClassNotFoundException e) {

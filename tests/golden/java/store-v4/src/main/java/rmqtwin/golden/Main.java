@@ -1,19 +1,10 @@
 package rmqtwin.golden;
 
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
 import java.io.PrintStream;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Method;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.util.HexFormat;
-import org.apache.rocketmq.common.message.MessageAccessor;
 import org.apache.rocketmq.common.message.MessageExtBatch;
 
 /**
@@ -26,13 +17,8 @@ public final class Main {
     }
 
     public static void main(String[] args) throws Exception {
-        PrintStream rows = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
-        System.setOut(System.err);
-        if (args.length != 2 || !args[0].equals("encoder")) {
-            System.err.println("usage: encoder WORKDIR");
-            System.exit(2);
-        }
-        Path dir = Paths.get(args[1]);
+        Path dir = StoreOracle.workDir(args);
+        PrintStream rows = StoreOracle.rows();
         Class<?> encoderClass = Class.forName("org.apache.rocketmq.store.CommitLog$MessageExtEncoder");
         Constructor<?> newEncoder = encoderClass.getDeclaredConstructor(int.class);
         newEncoder.setAccessible(true);
@@ -43,21 +29,11 @@ public final class Main {
         Method encode = encoderClass.getDeclaredMethod("encode", MessageExtBatch.class, contextClass);
         encode.setAccessible(true);
 
-        MessageExtBatch batch = new MessageExtBatch();
-        batch.setTopic("BatchTopic");
-        batch.setQueueId(2);
-        batch.setBody(Files.readAllBytes(dir.resolve("batch.bin")));
-        batch.setBornTimestamp(111L);
-        batch.setStoreTimestamp(222L);
-        batch.setBornHost(new InetSocketAddress(InetAddress.getByName("10.1.1.1"), 40000));
-        batch.setStoreHost(new InetSocketAddress(InetAddress.getByName("10.0.0.5"), 10911));
-        MessageAccessor.putProperty(batch, "WAIT", "true");
-        MessageAccessor.putProperty(batch, "CLUSTER", "DefaultCluster");
         Object context = newContext.newInstance("BatchTopic-2");
-        ByteBuffer encoded = (ByteBuffer) encode.invoke(encoder, batch, context);
+        ByteBuffer encoded = (ByteBuffer) encode.invoke(encoder, StoreOracle.batch(dir, "10.0.0.5"), context);
         byte[] out = new byte[encoded.remaining()];
         encoded.get(out);
-        rows.println("batch\t" + HexFormat.of().formatHex(out));
+        rows.println("batch\t" + StoreOracle.HEX.formatHex(out));
         rows.flush();
     }
 }

@@ -1,20 +1,14 @@
 package rmqtwin.golden;
 
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
 import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.HexFormat;
 import org.apache.rocketmq.common.UtilAll;
-import org.apache.rocketmq.common.message.MessageAccessor;
 import org.apache.rocketmq.common.message.MessageDecoder;
-import org.apache.rocketmq.common.message.MessageExtBatch;
 import org.apache.rocketmq.common.message.MessageExtBrokerInner;
 import org.apache.rocketmq.common.message.MessageVersion;
 import org.apache.rocketmq.store.MessageExtEncoder;
@@ -28,7 +22,7 @@ import org.apache.rocketmq.store.config.MessageStoreConfig;
  * DefaultAppendMessageCallback fills it, and {@code v2} for a v2 record (200-char topic, IPv6 hosts).
  */
 public final class Main {
-    private static final HexFormat HEX = HexFormat.of();
+    private static final HexFormat HEX = StoreOracle.HEX;
 
     private Main() {
     }
@@ -40,29 +34,11 @@ public final class Main {
     }
 
     public static void main(String[] args) throws Exception {
-        PrintStream rows = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
-        System.setOut(System.err);
-        if (args.length != 2 || !args[0].equals("encoder")) {
-            System.err.println("usage: encoder WORKDIR");
-            System.exit(2);
-        }
-        Path dir = Paths.get(args[1]);
+        Path dir = StoreOracle.workDir(args);
+        PrintStream rows = StoreOracle.rows();
         MessageExtEncoder encoder = new MessageExtEncoder(new MessageStoreConfig());
         for (String storeIp : new String[] {"10.0.0.5", "::1"}) {
-            MessageExtBatch batch = new MessageExtBatch();
-            batch.setTopic("BatchTopic");
-            batch.setQueueId(2);
-            batch.setBody(Files.readAllBytes(dir.resolve("batch.bin")));
-            batch.setBornTimestamp(111L);
-            batch.setStoreTimestamp(222L);
-            batch.setBornHost(new InetSocketAddress(InetAddress.getByName("10.1.1.1"), 40000));
-            batch.setStoreHost(new InetSocketAddress(InetAddress.getByName(storeIp), 10911));
-            if (storeIp.contains(":")) {
-                batch.setStoreHostAddressV6Flag();
-            }
-            MessageAccessor.putProperty(batch, "WAIT", "true");
-            MessageAccessor.putProperty(batch, "CLUSTER", "DefaultCluster");
-            ByteBuffer encoded = encoder.encode(batch, new PutMessageContext("BatchTopic-2"));
+            ByteBuffer encoded = encoder.encode(StoreOracle.batch(dir, storeIp), new PutMessageContext("BatchTopic-2"));
             rows.println("batch\t" + HEX.formatHex(bytes(encoded, encoded.remaining())));
         }
 

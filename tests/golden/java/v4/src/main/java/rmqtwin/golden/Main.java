@@ -9,32 +9,29 @@ import org.apache.rocketmq.common.protocol.route.TopicRouteData;
 import org.apache.rocketmq.remoting.protocol.RemotingSerializable;
 
 /** The 4.9.8 line (rocketmq-remoting / rocketmq-common 4.9.8, fastjson 1.x): entry point of the golden-v4 jar. */
-public final class Main implements Line {
-    private static final String[] PACKAGES = {
-        "org.apache.rocketmq.common.protocol.header.",
-        "org.apache.rocketmq.common.protocol.header.namesrv.",
-        "org.apache.rocketmq.common.protocol.body.",
-        "org.apache.rocketmq.common.protocol.route.",
-        "org.apache.rocketmq.common.protocol.heartbeat.",
-        "org.apache.rocketmq.common.protocol.",
-        "org.apache.rocketmq.common.admin.",
-        "org.apache.rocketmq.common.subscription.",
-        "org.apache.rocketmq.common.rpc.",
-        "org.apache.rocketmq.common.",
-    };
-
+public final class Main extends Line {
     public static void main(String[] args) throws Exception {
         Golden.main(new Main(), args);
     }
 
-    @Override
-    public String[] packages() {
-        return PACKAGES;
+    Main() {
+        super(
+            "org.apache.rocketmq.common.protocol.header.",
+            "org.apache.rocketmq.common.protocol.header.namesrv.",
+            "org.apache.rocketmq.common.protocol.body.",
+            "org.apache.rocketmq.common.protocol.route.",
+            "org.apache.rocketmq.common.protocol.heartbeat.",
+            "org.apache.rocketmq.common.protocol.",
+            "org.apache.rocketmq.common.admin.",
+            "org.apache.rocketmq.common.subscription.",
+            "org.apache.rocketmq.common.rpc.",
+            "org.apache.rocketmq.common."
+        );
     }
 
     /** fastjson 1.x: the getters JavaBeanSerializer writes for the class (values of a fresh instance). */
     @Override
-    public List<String> bodyProperties(Class<?> cls) throws Exception {
+    List<String> bodyProperties(Class<?> cls) throws Exception {
         JavaBeanSerializer writer = (JavaBeanSerializer) SerializeConfig.getGlobalInstance().getObjectWriter(cls);
         Object instance = cls.getDeclaredConstructor().newInstance();
         return new ArrayList<>(writer.getFieldValuesMap(instance).keySet());
@@ -42,23 +39,23 @@ public final class Main implements Line {
 
     /** A 4.9-style properties string: no trailing separator. */
     @Override
-    public String producerProperties() {
+    String producerProperties() {
         return "UNIQ_KEY\u0001AC110001000118B4AAC20A2B3C0000\u0002WAIT\u0001true\u0002TAGS\u0001TagA";
     }
 
     @Override
-    public byte[] routeStandard(RemotingSerializable route) {
+    byte[] routeStandard(RemotingSerializable route) {
         return ((TopicRouteData) route).encode(SerializerFeature.BrowserCompatible, SerializerFeature.QuoteFieldNames,
             SerializerFeature.SkipTransientField, SerializerFeature.MapSortField);
     }
 
     @Override
-    public RemotingSerializable registerWrapper(RemotingSerializable topicConfigWrapper) {
+    RemotingSerializable registerWrapper(RemotingSerializable topicConfigWrapper) {
         return topicConfigWrapper;
     }
 
     @Override
-    public void lineOnlyRequests(Vectors v) {
+    void lineOnlyRequests(Vectors v) {
         // every 4.9.8 request vector is one the 5.5.0 classes build as well
     }
 }

@@ -20,33 +20,30 @@ import org.apache.rocketmq.remoting.protocol.header.SendMessageResponseHeader;
 import org.apache.rocketmq.remoting.protocol.route.TopicRouteData;
 
 /** The 5.5.0 line (rocketmq-remoting / rocketmq-common 5.5.0, fastjson2): entry point of the golden-v5 jar. */
-public final class Main implements Line {
-    private static final String[] PACKAGES = {
-        "org.apache.rocketmq.remoting.protocol.header.",
-        "org.apache.rocketmq.remoting.protocol.header.namesrv.",
-        "org.apache.rocketmq.remoting.protocol.body.",
-        "org.apache.rocketmq.remoting.protocol.route.",
-        "org.apache.rocketmq.remoting.protocol.heartbeat.",
-        "org.apache.rocketmq.remoting.protocol.",
-        "org.apache.rocketmq.remoting.protocol.admin.",
-        "org.apache.rocketmq.remoting.protocol.subscription.",
-        "org.apache.rocketmq.remoting.protocol.header.controller.",
-        "org.apache.rocketmq.remoting.rpc.",
-        "org.apache.rocketmq.common.",
-    };
-
+public final class Main extends Line {
     public static void main(String[] args) throws Exception {
         Golden.main(new Main(), args);
     }
 
-    @Override
-    public String[] packages() {
-        return PACKAGES;
+    Main() {
+        super(
+            "org.apache.rocketmq.remoting.protocol.header.",
+            "org.apache.rocketmq.remoting.protocol.header.namesrv.",
+            "org.apache.rocketmq.remoting.protocol.body.",
+            "org.apache.rocketmq.remoting.protocol.route.",
+            "org.apache.rocketmq.remoting.protocol.heartbeat.",
+            "org.apache.rocketmq.remoting.protocol.",
+            "org.apache.rocketmq.remoting.protocol.admin.",
+            "org.apache.rocketmq.remoting.protocol.subscription.",
+            "org.apache.rocketmq.remoting.protocol.header.controller.",
+            "org.apache.rocketmq.remoting.rpc.",
+            "org.apache.rocketmq.common."
+        );
     }
 
     /** fastjson2: the field writers of the class's ObjectWriter. */
     @Override
-    public List<String> bodyProperties(Class<?> cls) {
+    List<String> bodyProperties(Class<?> cls) {
         List<String> names = new ArrayList<>();
         ObjectWriter<?> writer = JSONFactory.getDefaultObjectWriterProvider().getObjectWriter(cls);
         for (Object f : writer.getFieldWriters()) {
@@ -57,18 +54,18 @@ public final class Main implements Line {
 
     /** A 5.2+-style properties string: trailing separator. */
     @Override
-    public String producerProperties() {
+    String producerProperties() {
         return "UNIQ_KEY\u0001AC110001000118B4AAC20A2B3C0000\u0002WAIT\u0001true\u0002TAGS\u0001TagA\u0002";
     }
 
     @Override
-    public byte[] routeStandard(RemotingSerializable route) {
+    byte[] routeStandard(RemotingSerializable route) {
         return ((TopicRouteData) route).encode(JSONWriter.Feature.BrowserCompatible, JSONWriter.Feature.MapSortField);
     }
 
     /** The 5.x broker registers its topics with the queue-mapping wrapper. */
     @Override
-    public RemotingSerializable registerWrapper(RemotingSerializable topicConfigWrapper) {
+    RemotingSerializable registerWrapper(RemotingSerializable topicConfigWrapper) {
         TopicConfigAndMappingSerializeWrapper mapping =
             TopicConfigAndMappingSerializeWrapper.from((TopicConfigSerializeWrapper) topicConfigWrapper);
         mapping.setMappingDataVersion(Cases.dataVersion());
@@ -77,7 +74,7 @@ public final class Main implements Line {
 
     /** 5.x-only header fields (RpcRequestHeader ns/nsd/oway, TopicRequestHeader lo, pull/send extras). */
     @Override
-    public void lineOnlyRequests(Vectors v) throws Exception {
+    void lineOnlyRequests(Vectors v) throws Exception {
         v.commandBoth("request.PULL_MESSAGE.5x_fields", t -> Cases.req(RequestCode.PULL_MESSAGE,
             Cases.fill(new PullMessageRequestHeader(), "consumerGroup", "cg", "topic", "TopicTest", "queueId", 3,
                 "queueOffset", 128L, "maxMsgNums", 32, "sysFlag", 2, "commitOffset", 0L,
