@@ -21,7 +21,13 @@ JAVA_DIR = Path(__file__).parent / "java"
 LINES = {"v4": "4.9.8", "v5": "5.5.0"}
 """Line module -> the Apache RocketMQ client release its classes come from."""
 MODULES = (*LINES, "store-v4", "store-v5")
-_SHARED = ("shared", "shared-template")
+_SHARED: dict[str, tuple[str, ...]] = {
+    "v4": ("shared", "shared-template"),
+    "v5": ("shared", "shared-template"),
+    "store-v4": ("shared-store",),
+    "store-v5": ("shared-store",),
+}
+"""Module -> the source folders of tests/golden/java it compiles besides its own src/."""
 
 _BUILD_TIMEOUT = 900
 _RUN_TIMEOUT = 300
@@ -41,8 +47,7 @@ def classpath(module: str) -> str:
 
 def _newest_source(module: Path) -> float:
     sources = [JAVA_DIR / "pom.xml", module / "pom.xml", *(module / "src").rglob("*")]
-    if module.name in LINES:
-        sources += [p for d in _SHARED for p in (JAVA_DIR / d).rglob("*.java")]
+    sources += [p for d in _SHARED[module.name] for p in (JAVA_DIR / d).rglob("*.java")]
     return max(path.stat().st_mtime for path in sources)
 
 
