@@ -1,0 +1,189 @@
+"""Plain ACL with the real Java client (4.9.8): rmqtwin and a real 4.9.7 broker, each with
+``aclEnable=true`` and the same plain_acl.yml, refuse and accept the same requests with the same
+answers.
+
+One ``AclProbe`` run per target holds every refusal case (each case a client with credentials of
+its own); a signed producer (over the VIP channel) and a signed push consumer then show the right
+credentials send and consume.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rmqtwin.fakes.pytest_plugin import start_subprocess
+
+TOPIC_OK = "TopicAclOk"
+TOPIC_DENY = "TopicAclDeny"
+TOPIC_NEW = "TopicAclByUser"
+GROUP_OK = "GroupAclOk"
+GROUP_DENY = "GroupAclDeny"
+ADMIN = {"accessKey": "RocketMQAdmin", "secretKey": "admin12345678"}
+USER = {"accessKey": "RocketMQUser", "secretKey": "user12345678"}
+SUB_ONLY = {"accessKey": "RocketMQSubOnly", "secretKey": "sub12345678"}
+WRONG_SECRET = {**USER, "secretKey": "wrong1234567"}
+UNKNOWN_KEY = {**USER, "accessKey": "NoSuchKey1"}
+
+PLAIN_ACL_YML = f"""\
+globalWhiteRemoteAddresses:
+  - 10.254.0.*
+accounts:
+  - accessKey: {ADMIN["accessKey"]}
+    secretKey: {ADMIN["secretKey"]}
+    admin: true
+  - accessKey: {USER["accessKey"]}
+    secretKey: {USER["secretKey"]}
+    admin: false
+    defaultTopicPerm: DENY
+    defaultGroupPerm: SUB
+    topicPerms:
+      - {TOPIC_OK}=PUB|SUB
+      - {TOPIC_DENY}=DENY
+    groupPerms:
+      - {GROUP_DENY}=DENY
+  - accessKey: {SUB_ONLY["accessKey"]}
+    secretKey: {SUB_ONLY["secretKey"]}
+    defaultTopicPerm: SUB
+    defaultGroupPerm: SUB
+"""
+
+CASES: list[dict[str, Any]] = [
+    {"name": "admin creates", "action": "updateTopic", "topic": TOPIC_OK, "acl": ADMIN},
+    {"name": "admin creates deny", "action": "updateTopic", "topic": TOPIC_DENY, "acl": ADMIN},
+    {"name": "user updateTopic", "action": "updateTopic", "topic": TOPIC_NEW, "acl": USER},
+    {"name": "user sends", "action": "send", "topic": TOPIC_OK, "acl": USER},
+    {"name": "wrong secret", "action": "send", "topic": TOPIC_OK, "acl": WRONG_SECRET},
+    {"name": "unknown key", "action": "send", "topic": TOPIC_OK, "acl": UNKNOWN_KEY},
+    {"name": "no credentials", "action": "send", "topic": TOPIC_OK},
+    {"name": "sub only sends", "action": "send", "topic": TOPIC_OK, "acl": SUB_ONLY},
+    {"name": "deny topic send", "action": "send", "topic": TOPIC_DENY, "acl": USER},
+    {"name": "sub only pulls", "action": "pull", "topic": TOPIC_OK, "group": GROUP_OK, "acl": SUB_ONLY},
+    {"name": "deny topic pull", "action": "pull", "topic": TOPIC_DENY, "group": GROUP_OK, "acl": USER},
+    {"name": "deny group pull", "action": "pull", "topic": TOPIC_OK, "group": GROUP_DENY, "acl": USER},
+]
+
+ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException: "
+REFUSALS = {
+    "user updateTopic": (
+        f"Need admin permission for request code=17, but accessKey={USER['accessKey']} is not"
+    ),
+    "wrong secret": f"Check signature failed for accessKey={USER['accessKey']}",
+    "unknown key": "No acl config for NoSuchKey1",
+    "no credentials": "No accessKey is configured",
+    "sub only sends": f"No default permission for topic:{TOPIC_OK}",
+    "deny topic send": f"No default permission for topic:{TOPIC_DENY}",
+    "deny topic pull": f"No default permission for topic:{TOPIC_DENY}",
+    "deny group pull": f"No default permission for group:{GROUP_DENY}",
+}
+"""What ``PlainPermissionManager`` (4.9.x) says for each refused case; the others succeed."""
+
+_VOLATILE = [
+    (re.compile(r"\d+\.\d+\.\d+\.\d+:\d+"), "ADDR"),
+    (re.compile(r"cost \[\d+\]ms"), "cost [N]ms"),
+]
+
+
+def _outcome(event: dict[str, Any]) -> tuple[Any, ...]:
+    """What the client saw, without addresses and timings."""
+    if event["ok"]:
+        return (True, event.get("found") is not None and event["found"] > 0)
+    text = event.get("remark") or event["message"]
+    for pattern, replacement in _VOLATILE:
+        text = pattern.sub(replacement, text)
+    return (False, event["responseCode"], event["exception"], text)
+
+
+def run_scenario(java_client: Any, namesrv: str, broker_addr: str) -> dict[str, Any]:
+    probe = java_client.run("acl_probe", {"namesrv": namesrv, "brokerAddr": broker_addr, "cases": CASES})
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    cases = {e["name"]: e for e in probe.of("case")}
+    sent = java_client.producer(
+        namesrv, TOPIC_OK, count=3, acl=USER, vipChannel=True, group="PG_acl", retryTimes=0
+    ).check()
+    consumed = java_client.push_consumer(
+        namesrv,
+        TOPIC_OK,
+        GROUP_OK,
+        acl=USER,
+        expect=4,
+        consumeFromWhere="CONSUME_FROM_FIRST_OFFSET",
+        timeoutMs=60_000,
+    )
+    return {"cases": cases, "sent": sent, "consumed": consumed}
+
+
+def check_acl_semantics(result: dict[str, Any]) -> None:
+    cases = result["cases"]
+    assert set(cases) == {c["name"] for c in CASES}
+    for name, event in cases.items():
+        expected = REFUSALS.get(name)
+        if expected is None:
+            assert event["ok"], event
+            continue
+        assert not event["ok"], event
+        assert event["responseCode"] == 1, event  # SYSTEM_ERROR
+        text = event.get("remark") or event["message"]
+        assert ACL_EXCEPTION + expected + ", org.apache.rocketmq.acl.plain." in text, event
+    assert cases["sub only pulls"]["found"] >= 1
+    assert [e["status"] for e in result["sent"].sent] == ["SEND_OK"] * 3
+    assert result["consumed"].summary["consumed"] == 4, result["consumed"].summary
+
+
+def _write_acl(directory: Path) -> Path:
+    path = directory / "plain_acl.yml"
+    path.write_text(PLAIN_ACL_YML, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def twin_result(
+    tmp_path_factory: pytest.TempPathFactory, java_client_factory: Any
+) -> Iterator[dict[str, Any]]:
+    base = tmp_path_factory.mktemp("acl-twin")
+    twin = start_subprocess(
+        str(base / "twin"),
+        broker_conf={"aclEnable": True},
+        serve_args=["--acl-file", str(_write_acl(base))],
+    )
+    try:
+        yield run_scenario(java_client_factory("4.9"), twin.namesrv_addr, twin.broker_addr)
+    finally:
+        twin.stop()
+
+
+@pytest.fixture(scope="module")
+def real_result(real_rocketmq_factory: Any, java_client_factory: Any) -> dict[str, Any]:
+    real = real_rocketmq_factory(
+        "4.9",
+        broker_conf_overrides={"aclEnable": True},
+        conf_files={"plain_acl.yml": PLAIN_ACL_YML},
+    )
+    return run_scenario(java_client_factory("4.9"), real.namesrv_addr, real.broker_addr)
+
+
+@pytest.mark.java
+def test_twin_enforces_plain_acl(twin_result: dict[str, Any]) -> None:
+    check_acl_semantics(twin_result)
+
+
+@pytest.mark.java
+@pytest.mark.real
+@pytest.mark.xdist_group("real-4.9")
+def test_real_4_9_enforces_plain_acl(real_result: dict[str, Any]) -> None:
+    check_acl_semantics(real_result)
+
+
+@pytest.mark.java
+@pytest.mark.real
+@pytest.mark.xdist_group("real-4.9")
+def test_twin_answers_acl_as_real_4_9(twin_result: dict[str, Any], real_result: dict[str, Any]) -> None:
+    """Every case: the same success, or the same response code, exception and remark (with its
+    Java stack frame)."""
+    twin = {name: _outcome(e) for name, e in twin_result["cases"].items()}
+    real = {name: _outcome(e) for name, e in real_result["cases"].items()}
+    assert twin == real
