@@ -190,7 +190,7 @@ def main() -> int:
         print("".join(row))
     print(f"proxy+capture RSS: {idle_rss / 1024:.1f} MiB idle, {rss.peak / 1024:.1f} MiB peak")
     print(
-        "proxy CPU per message (request + response, both threads): "
+        "proxy CPU per message (request + response): "
         f"{statistics.median(cpu_us['proxy']):.0f} us with capture, "
         f"{statistics.median(cpu_us['forward-only']):.0f} us forward-only"
     )

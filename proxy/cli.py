@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
     )
     proxy.add_argument("--keep-credentials", action="store_true", help="do not redact ACL credentials")
     proxy.add_argument(
-        "--max-pending", type=int, default=4096, help="recorder queue size before backpressure"
+        "--max-pending", type=int, default=4096, help="reads batched before the capture is written early"
     )
     proxy.set_defaults(handler=_run_proxy)
 
@@ -87,9 +87,6 @@ def _run_proxy(args: argparse.Namespace) -> int:
     predicate = LogLevelFilterPredicate(defaultLogLevel=LogLevel.warn)
     observer = FilteringLogObserver(textFileLogObserver(sys.stderr), [predicate])
     globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)
-    # The writer thread competes for the GIL with the reactor; a short switch interval keeps the
-    # reactor's wait for the GIL (added latency on every forwarded frame) under a millisecond.
-    sys.setswitchinterval(0.001)
     upstreams = [Upstream.parse(u) for u in args.upstream]
     recorder = None
     if args.capture:
@@ -108,7 +105,7 @@ def _run_proxy(args: argparse.Namespace) -> int:
             writer,
             redact=not args.keep_credentials,
             max_pending=args.max_pending,
-            call_in_reactor=reactor.callFromThread,  # type: ignore[attr-defined]
+            call_later=reactor.callLater,
         )
     proxy = RecordingProxy(
         reactor, upstreams, listen_host=args.host, advertise_host=args.advertise, recorder=recorder

@@ -109,9 +109,9 @@ def _send(transport: Any, data: bytes) -> None:
 class _Gate:
     """Pauses a transport's reading while any reason to pause holds.
 
-    Several parties pause the same transport: the peer's full write buffer, the recorder falling
-    behind, the upstream connection not being there yet. Twisted's pause/resume do not count, so
-    each party names its reason and reading resumes only when none is left.
+    Several parties pause the same transport: the peer's full write buffer, the upstream connection
+    not being there yet. Twisted's pause/resume do not count, so each party names its reason and
+    reading resumes only when none is left.
     """
 
     def __init__(self, transport: Any) -> None:
@@ -277,9 +277,6 @@ class ProxiedConnection(Protocol):
                 self.server,
                 {"kind": self.kind, "listener": self.listener, "upstream": str(self._target)},
             )
-            if self.proxy.recorder.behind:
-                self.gate.pause("recorder")
-                up.gate.pause("recorder")
         self.gate.resume("connecting")
 
     def upstream_failed(self, reason: Failure) -> None:
@@ -342,16 +339,6 @@ class ProxiedConnection(Protocol):
 
     # -- both -----------------------------------------------------------------------------------
 
-    def pause_for(self, reason: str) -> None:
-        for gate in (self.gate, self.upstream.gate if self.upstream else None):
-            if gate is not None:
-                gate.pause(reason)
-
-    def resume_for(self, reason: str) -> None:
-        for gate in (self.gate, self.upstream.gate if self.upstream else None):
-            if gate is not None:
-                gate.resume(reason)
-
     def _record_close(self, reason: str) -> None:
         if self._closed:
             return
@@ -408,8 +395,6 @@ class RecordingProxy:
         self.broker_listeners: dict[tuple[str, str], str] = {}
         """(upstream address, kind) -> advertised address of the listener standing in for it."""
         self._ids = itertools.count(1)
-        if recorder is not None:
-            recorder.on_backpressure = self._on_backpressure
 
     def next_conn_id(self) -> int:
         return next(self._ids)
@@ -465,13 +450,6 @@ class RecordingProxy:
         vip_factory.listener = self._advertised(vip)
         self.ports += [main, vip]
         return main
-
-    def _on_backpressure(self, paused: bool) -> None:
-        for conn in list(self.connections):
-            if paused:
-                conn.pause_for("recorder")
-            else:
-                conn.resume_for("recorder")
 
     def stop(self, grace: float = 5.0) -> defer.Deferred[None]:
         """Stop listening, close every connection (waiting up to ``grace`` seconds for them to be

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
+from twisted.internet.task import Clock
 
 from rmqtwin.proxy.capture import (
     DIR_TO_CLIENT,
@@ -125,36 +125,24 @@ def test_recorder_writes_open_frames_close_in_order(tmp_path: Path) -> None:
     assert recorder.stats.frames == 3 and recorder.error is None
 
 
-def test_recorder_backpressure_pauses_then_resumes_without_losing_records(tmp_path: Path) -> None:
+def test_recorder_writes_in_batches_on_the_clock_and_early_when_the_backlog_is_full(tmp_path: Path) -> None:
     path = tmp_path / "c.rmqcap"
-    writer = CaptureWriter(path)
-    gate = threading.Event()
-    real_write = writer.write_packed
-
-    def slow_write(packed: bytes, data: bytes = b"") -> None:
-        gate.wait()
-        real_write(packed, data)
-
-    writer.write_packed = slow_write  # type: ignore[method-assign]
-    in_reactor: list[object] = []
-    recorder = Recorder(writer, max_pending=4, call_in_reactor=in_reactor.append)
-    events: list[bool] = []
-    recorder.on_backpressure = events.append
-    for i in range(20):
+    clock = Clock()
+    recorder = Recorder(CaptureWriter(path), max_pending=4, interval=0.005, call_later=clock.callLater)
+    recorder.frames(1, CLIENT, SERVER, DIR_TO_SERVER, [json_frame(10, 0)])
+    recorder.frames(1, CLIENT, SERVER, DIR_TO_SERVER, [json_frame(10, 1)])
+    assert list(read_records(path)) == [] and len(clock.getDelayedCalls()) == 1  # one batch pending
+    clock.advance(0.005)
+    assert [r.opaque for r in read_records(path)] == [0, 1] and recorder.stats.batches == 1
+    # a full backlog is written at once, before its batch is due: memory stays bounded
+    for i in range(2, 6):
         recorder.frames(1, CLIENT, SERVER, DIR_TO_SERVER, [json_frame(10, i)])
-    assert events == [True] and recorder.behind
-    gate.set()
-    # the writer thread asks the reactor thread to refill the queue; run those calls as a reactor would
-    for _ in range(200):
-        while in_reactor:
-            in_reactor.pop(0)()  # type: ignore[operator]
-        if not recorder.behind:
-            break
-        threading.Event().wait(0.01)
-    assert events == [True, False]
-    recorder.close()
-    assert recorder.error is None
-    assert [r.opaque for r in read_records(path)] == list(range(20))
+    assert [r.opaque for r in read_records(path)] == [0, 1, 2, 3, 4, 5]
+    assert recorder.stats.full_backlogs == 1
+    recorder.frames(1, CLIENT, SERVER, DIR_TO_SERVER, [json_frame(10, 6)])
+    recorder.close()  # writes what is left; the batch timer finding nothing does no harm
+    clock.advance(1)
+    assert [r.opaque for r in read_records(path)] == list(range(7)) and recorder.error is None
 
 
 def test_a_new_capture_is_readable_before_any_record(tmp_path: Path) -> None:

@@ -211,21 +211,6 @@ def test_namesrv_failover_then_close_when_all_upstreams_fail() -> None:
     assert reactor.tcpClients[2][:2] == ("10.0.0.2", 9876)
 
 
-def test_recorder_backpressure_pauses_every_connection(tmp_path: Path) -> None:
-    reactor, proxy = make_proxy(tmp_path)
-    _conn, client_t = accept(reactor.tcpServers[0][1])
-    _up, up_t = connect_upstream(reactor)
-    up_t.producer.pauseProducing()  # the peer buffer reason, independent of the recorder's
-    proxy._on_backpressure(True)
-    assert client_t.producerState == "paused" and up_t.producerState == "paused"
-    proxy._on_backpressure(False)
-    assert up_t.producerState == "producing"
-    assert client_t.producerState == "paused"  # still paused for the full upstream buffer
-    up_t.producer.resumeProducing()
-    assert client_t.producerState == "producing"
-    proxy.recorder.close()  # type: ignore[union-attr]
-
-
 def test_stop_waits_for_connections_to_close_before_closing_the_capture(tmp_path: Path) -> None:
     reactor, proxy = make_proxy(tmp_path)
     conn, client_t = accept(reactor.tcpServers[0][1])
