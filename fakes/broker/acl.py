@@ -447,7 +447,7 @@ def acl_files(acl_file: str | None, environ: Mapping[str, str] = os.environ) -> 
     """An explicit file (``rmqtwin serve --acl-file``), else the real broker's location rule."""
     if acl_file:
         return [Path(acl_file)]
-    return default_acl_files(environ.get("rocketmq.home.dir") or environ.get("ROCKETMQ_HOME"))
+    return default_acl_files(environ.get("ROCKETMQ_HOME"))
 
 
 # --------------------------------------------------------------------------------------------- validator
@@ -567,8 +567,8 @@ class PlainAccessValidator:
                 f"but accessKey={owned.access_key} is not",
                 _at("checkPerm", 580),
             )
-        if not resource.perms:
-            return
+        if not resource.perms or (not owned.perms and owned.admin):
+            return  # nothing asked for; an admin without topicPerms/groupPerms may do anything
         for name in java_hash_map_order(resource.perms):
             needed = resource.perms[name]
             is_group = name.startswith(RETRY_GROUP_TOPIC_PREFIX)
