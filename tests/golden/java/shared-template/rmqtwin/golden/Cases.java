@@ -391,7 +391,7 @@ final class Cases {
             c.addExtField("consumerGroup", "cg");
             return c;
         }, null);
-        line.lineOnlyRequests(v);
+        line.lineOnlyCommands(v);
     }
 
     void responses(Vectors v) throws Exception {

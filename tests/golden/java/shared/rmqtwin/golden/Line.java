@@ -30,8 +30,8 @@ abstract class Line {
     /** The topic-config wrapper as this line's broker registers it (5.x: with the queue-mapping members). */
     abstract RemotingSerializable registerWrapper(RemotingSerializable topicConfigWrapper);
 
-    /** Request vectors only this line's classes can build (added after the common ones). */
-    abstract void lineOnlyRequests(Vectors v) throws Exception;
+    /** Command vectors only this line's classes can build (added after the common requests). */
+    abstract void lineOnlyCommands(Vectors v) throws Exception;
 
     /** The release of the classes on the classpath, e.g. "4.9.8" for MQVersion V4_9_8. */
     String rocketmq() {

@@ -55,7 +55,7 @@ public final class Main extends Line {
     }
 
     @Override
-    void lineOnlyRequests(Vectors v) {
+    void lineOnlyCommands(Vectors v) {
         // every 4.9.8 request vector is one the 5.5.0 classes build as well
     }
 }

@@ -74,7 +74,7 @@ public final class Main extends Line {
 
     /** 5.x-only header fields (RpcRequestHeader ns/nsd/oway, TopicRequestHeader lo, pull/send extras). */
     @Override
-    void lineOnlyRequests(Vectors v) throws Exception {
+    void lineOnlyCommands(Vectors v) throws Exception {
         v.commandBoth("request.PULL_MESSAGE.5x_fields", t -> Cases.req(RequestCode.PULL_MESSAGE,
             Cases.fill(new PullMessageRequestHeader(), "consumerGroup", "cg", "topic", "TopicTest", "queueId", 3,
                 "queueOffset", 128L, "maxMsgNums", 32, "sysFlag", 2, "commitOffset", 0L,
