@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from rmqtwin.codec.fastjson import java_double_str
+
 __all__ = [
     "Expression",
     "SelectorEvalError",
@@ -56,6 +58,10 @@ class SelectorEvalError(Exception):
     """Evaluation threw in Java (a failed number conversion, a ClassCastException)."""
 
 
+class _NumberFormatError(SelectorEvalError):
+    """``NumberFormatException``."""
+
+
 # -------------------------------------------------------------------------------------- Java numbers
 
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
@@ -75,18 +81,20 @@ def java_parse_long(text: str, low: int = _LONG_MIN, high: int = _LONG_MAX) -> i
     """``Long.parseLong`` / ``Integer.parseInt`` (with the int range): sign, Unicode decimal digits."""
     digits = text[1:] if text[:1] in ("+", "-") else text
     if not digits or not all(c.isdecimal() for c in digits):
-        raise SelectorEvalError(f'java.lang.NumberFormatException: For input string: "{text}"')
+        raise _NumberFormatError(f'java.lang.NumberFormatException: For input string: "{text}"')
     value = int(digits)
     if text[:1] == "-":
         value = -value
     if not low <= value <= high:
-        raise SelectorEvalError(f'java.lang.NumberFormatException: For input string: "{text}"')
+        raise _NumberFormatError(f'java.lang.NumberFormatException: For input string: "{text}"')
     return value
 
 
 def java_parse_double(text: str) -> float:
     """``Double.valueOf``: trimmed, optional sign, NaN/Infinity, decimal or hex, f/d suffix."""
     s = text.strip("".join(chr(c) for c in range(0x21)))
+    if not s:
+        raise _NumberFormatError("java.lang.NumberFormatException: empty String")
     if _DEC_FLOAT.fullmatch(s):
         body = s[:-1] if s[-1] in "fFdD" else s
         if body.lstrip("+-") == "NaN":
@@ -97,7 +105,7 @@ def java_parse_double(text: str) -> float:
     hexed = _HEX_FLOAT.fullmatch(s)
     if hexed:
         return float.fromhex(hexed.group(1) + "0x" + hexed.group(2))
-    raise SelectorEvalError(f'java.lang.NumberFormatException: For input string: "{text}"')
+    raise _NumberFormatError(f'java.lang.NumberFormatException: For input string: "{text}"')
 
 
 def _double_key(value: float) -> tuple[int, float]:
@@ -130,7 +138,17 @@ def _java_class(value: Value) -> type:
 
 
 def java_compare(lv: Value, rv: Value) -> int:
-    """``ComparisonExpression.__compare`` with string conversion on (the parser always turns it on)."""
+    """``ComparisonExpression.__compare`` with string conversion on (the parser always turns it on).
+
+    A failed number conversion is wrapped in a RuntimeException, as Java's catch does.
+    """
+    try:
+        return _java_compare(lv, rv)
+    except _NumberFormatError as exc:
+        raise SelectorEvalError(f"java.lang.RuntimeException: {exc}") from None
+
+
+def _java_compare(lv: Value, rv: Value) -> int:
     lc, rc = _java_class(lv), _java_class(rv)
     if lc is not rc:
         if lc is bool:
@@ -413,7 +431,7 @@ class _Lexer:
         text = self.text
         while True:
             if self.pos >= len(text):
-                return Token(_EOF, "", self.pos + 1)
+                return Token(_EOF, "", max(1, len(text)))  # JavaCC reports the last column
             best: tuple[int, str | None, str] | None = None
             for rule, pattern in _LEX_RULES:
                 m = pattern.match(text, self.pos)
@@ -458,18 +476,20 @@ class _Parser:
 
     def take(self, kind: str) -> Token:
         if self.peek() != kind:
-            tok = self.tokens[0]
-            raise SelectorParseError(
-                "org.apache.rocketmq.filter.parser.ParseException: Encountered "
-                f'"{tok.image or kind}" at line 1, column {tok.column}. Was expecting: {kind}'
-            )
+            raise self.fail(f"Was expecting:\n    {_token_image(kind)} ...")
         return self.tokens.pop(0)
 
-    def fail(self, what: str) -> SelectorParseError:
-        tok = self.tokens[0] if self.tokens else None
-        where = f' "{tok.image or tok.kind}" at line 1, column {tok.column}' if tok else ""
+    def fail(self, expecting: str) -> SelectorParseError:
+        """JavaCC's ParseException text for the next token (its first line is exact)."""
+        tok = self.tokens[0]
+        if tok.kind == _EOF:
+            line, encountered = (0 if not self.lexer.text else 1), "<EOF>"
+        else:
+            line, encountered = 1, f' {_token_image(tok.kind)} "{tok.image} "'
+        column = tok.column if line else 0
         return SelectorParseError(
-            f"org.apache.rocketmq.filter.parser.ParseException: Encountered{where}. {what}"
+            f'org.apache.rocketmq.filter.parser.ParseException: Encountered "{encountered}" at line {line}, '
+            f"column {column}.\n{expecting}"
         )
 
     # grammar -----------------------------------------------------------------------------------
@@ -537,7 +557,7 @@ class _Parser:
             if kind == "NOT":
                 second = self.peek(2)
                 if second not in entry or second in _ORDERINGS or second == "NOT":
-                    raise self.fail("Was expecting one of: BETWEEN, IN ...")
+                    raise self.fail('Was expecting one of:\n    "BETWEEN" ...\n    "IN" ...')
                 self.take("NOT")
                 negated, kind = True, second
             self.take(kind)
@@ -594,7 +614,7 @@ class _Parser:
             inner = self.or_expression()
             self.take(")")
             return inner
-        raise self.fail("Was expecting one of: a literal, a property, (, +, -, NOT")
+        raise self.fail('Was expecting one of:\n    <literal> ...\n    <ID> ...\n    "(" ...')
 
     def string_literal(self) -> str:
         image = self.take("STRING").image
@@ -606,7 +626,25 @@ _FALSE = Constant(False, boolean=True)
 _NULL = Constant(None, boolean=True)
 
 
+_TOKEN_IMAGES = {
+    "DECIMAL": "<DECIMAL_LITERAL>",
+    "FLOAT": "<FLOATING_POINT_LITERAL>",
+    "STRING": "<STRING_LITERAL>",
+}
+
+
+def _token_image(kind: str) -> str:
+    """``tokenImage[kind]`` of the generated parser."""
+    if kind in _TOKEN_IMAGES:
+        return _TOKEN_IMAGES[kind]
+    return "<ID>" if kind == "ID" else f'"{kind}"'
+
+
+_SYMBOLS = {And: "&&", Or: "||", Equal: "=="}
+
+
 def _show(expr: Expression) -> str:
+    """``toString()`` of the Java expression, as error messages print it."""
     if isinstance(expr, Constant):
         if expr.value is None:
             return "NULL"
@@ -614,10 +652,35 @@ def _show(expr: Expression) -> str:
             return "TRUE" if expr.value else "FALSE"
         if isinstance(expr.value, str):
             return "'" + expr.value.replace("'", "''") + "'"
-        return repr(expr.value) if isinstance(expr.value, float) else str(int(expr.value))
+        return java_double_str(expr.value) if isinstance(expr.value, float) else str(int(expr.value))
     if isinstance(expr, Property):
         return expr.name
+    if isinstance(expr, BooleanCast):
+        return _show(expr.right)
+    if isinstance(expr, Not):
+        return f"(NOT {_show(expr.right)})"
+    if isinstance(expr, Negate):
+        return f"(- {_show(expr.right)})"
+    if isinstance(expr, (And, Or, Equal)):
+        return f"({_show(expr.left)} {_SYMBOLS[type(expr)]} {_show(expr.right)})"
+    if isinstance(expr, Ordering):
+        return f"({_show(expr.left)} {expr.op} {_show(expr.right)})"
+    if isinstance(expr, StringTest):
+        return f"({'NOT ' if expr.negated else ''}{expr.op} {_show(expr.right)})"
+    if isinstance(expr, In):
+        return (
+            f"{_show(expr.right)} {'NOT IN' if expr.negated else 'IN'} ( {', '.join(sorted(expr.values))} )"
+        )
     return type(expr).__name__
+
+
+def _java_string(value: Value) -> str:
+    """``String.valueOf`` of a constant's value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return java_double_str(value)
+    return str(value if not isinstance(value, int) else int(value))
 
 
 def _decimal(image: str) -> Constant:
@@ -631,7 +694,9 @@ def _decimal(image: str) -> Constant:
 def _float(image: str) -> Constant:
     value = float(image)
     if value > _DOUBLE_MAX_VALUE:
-        raise SelectorParseError(f"java.lang.RuntimeException: {image} is greater than {_DOUBLE_MAX_VALUE}")
+        raise SelectorParseError(
+            f"java.lang.RuntimeException: {image} is greater than 1.7976931348623157E308"
+        )
     if value < _DOUBLE_MIN_VALUE:
         raise SelectorParseError(f"java.lang.RuntimeException: {image} is less than 4.9E-324")
     return Constant(value)
@@ -677,7 +742,8 @@ def _create_between(value: Expression, low: Expression, high: Expression) -> Exp
         if not ordered:
             raise SelectorParseError(
                 "java.lang.RuntimeException: Illegal values of between, left value"
-                f"({_show(low)}) must less than or equal to right value({_show(high)})"
+                f"({_java_string(low.value)}) must less than or equal to right value"
+                f"({_java_string(high.value)})"
             )
     return And(_create_ordering(">=", value, low), _create_ordering("<=", value, high))
 
