@@ -18,10 +18,10 @@ whole session shares one cluster per line wherever a test does not need a store 
 - ``java_client``: a ``JavaClient`` for the same line as the test's ``real_rocketmq``
   (else 4.9); ``java_client_factory(version)`` for any line.
 
-Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) every test whose ``real_rocketmq``
-parameter, or ``target`` parameter ``real-<line>``, names a line is put in xdist group
-``real-<line>``: one worker runs them all, on one shared cluster. A module whose tests share a
-module-scoped cluster of their own marks itself ``pytest.mark.xdist_group(...)`` likewise.
+Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) every test whose parameter id
+names a line (``[rocketmq-<line>]``: the ``real_rocketmq`` parameter; ``[real-<line>]``: a ``target``
+or version parameter of that name) runs on the same worker, so each worker starts the shared
+cluster of its own line only. Name a new parameter that way to join a line's worker.
 
 Tests that need a broker of their own (a store of their own, a broker they kill) start
 ``RealRocketMQ`` themselves and stop it in a ``finally``. Every instance the factory started is
@@ -83,18 +83,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
 
 
-def real_line_of(item: pytest.Item) -> str | None:
-    """The real line a test runs against: its ``real_rocketmq`` parameter, or a ``target`` parameter
-    named ``real-<line>`` (the twin-vs-real conformance files)."""
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return None
-    if "real_rocketmq" in callspec.params:
-        return str(callspec.params["real_rocketmq"])
-    target = callspec.params.get("target")
-    if isinstance(target, str) and target.startswith("real-"):
-        return target.removeprefix("real-")
-    return None
+_REAL_LINE_ID = re.compile(r"(?<![A-Za-z0-9_.])(?:rocketmq|real)-(4\.9|5)(?![0-9.])")
+
+
+def real_line_of(nodeid: str) -> str | None:
+    """The real line a test runs against, from its parameter id: ``[rocketmq-<line>]`` (the
+    ``real_rocketmq`` parameter) or ``[real-<line>]`` (a ``target`` of the twin-vs-real files, the
+    store interop's version)."""
+    _, bracket, params = nodeid.partition("[")
+    match = _REAL_LINE_ID.search(params) if bracket else None
+    return match.group(1) if match else None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -104,11 +102,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.java)
         if names & REAL_FIXTURES:
             item.add_marker(pytest.mark.real)
-        line = real_line_of(item)
-        if line is not None and not item.get_closest_marker("xdist_group"):
-            # Under pytest-xdist (``--dist loadgroup``) every test of one real line runs on the same
-            # worker, so each worker starts at most the shared cluster of its own line.
-            item.add_marker(pytest.mark.xdist_group(f"real-{line}"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n N --dist loadgroup`` (``make test``): every test of one real line on one worker.
+
+    Each worker then starts the shared cluster of its own line only. Tests of no real line are
+    spread one by one, as ``--dist load`` does. (pytest-xdist's own ``xdist_group`` marks do not
+    reach its scheduler under pytest 9, which identifies nodes by ``Node._id``.)
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class RealLineScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            line = real_line_of(nodeid)
+            return f"real-{line}" if line is not None else nodeid
+
+    return RealLineScheduling(config, log)
 
 
 def _skip_without_java() -> None:

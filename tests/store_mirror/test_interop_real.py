@@ -1,6 +1,6 @@
 """Both directions against real Apache RocketMQ (4.9.7 and 5.5.0 brokers, real Java clients).
 
-One real broker per version (the two round trips run at once), started on a copy of a store rmqtwin wrote:
+One real broker per version, started on a copy of a store rmqtwin wrote:
 
 (a) rmqtwin writes a store (two topics, six queues, tags, keys, several commitlog and consume-queue files,
 committed consumer offsets, topics.json); the real broker must deliver every message to the Java push
@@ -20,8 +20,6 @@ import os
 import shutil
 import socket
 import struct
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +31,7 @@ from rmqtwin.store_mirror.config import ConsumerOffsetManager, TopicConfig, Topi
 from rmqtwin.store_mirror.message_store import DefaultMessageStore, GetMessageStatus, MessageStoreConfig
 from rmqtwin.store_mirror.record import MessageExtBrokerInner
 
-# One worker runs the module (under pytest-xdist): its round trips are module-scoped, both versions at once.
-pytestmark = [pytest.mark.java, pytest.mark.real, pytest.mark.xdist_group("store-interop")]
+pytestmark = [pytest.mark.java, pytest.mark.real]
 
 SEGMENT = 256 * 1024
 CQ_FILE = 20 * 100  # 100 entries per consume queue file: several files per queue
@@ -200,27 +197,17 @@ def run_round_trip(version: str, root: Path) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def round_trips(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[dict[str, Any]]]]:
-    """Both versions' round trips at once: each is mostly JVM start-up, waiting for the client and a
-    graceful broker shutdown, so two overlap well. Every broker is stopped before the module ends."""
+@pytest.fixture(scope="module", params=["4.9", "5"], ids=["real-4.9", "real-5"])
+def round_trip(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One version's round trip. The ``real-<line>`` ids put it on that line's pytest-xdist worker
+    (``make test``), so the two versions run at once there."""
     from rmqtwin.conformance.launcher import java_available
 
     reason = java_available()
     if reason is not None:
         pytest.skip(reason)
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="interop") as pool:
-        yield {
-            version: pool.submit(run_round_trip, version, tmp_path_factory.mktemp(f"interop-{version}"))
-            for version in ("4.9", "5")
-        }
-
-
-@pytest.fixture(scope="module", params=["4.9", "5"])
-def round_trip(
-    request: pytest.FixtureRequest, round_trips: dict[str, Future[dict[str, Any]]]
-) -> dict[str, Any]:
-    return round_trips[request.param].result(timeout=900)
+    version = str(request.param)
+    return run_round_trip(version, tmp_path_factory.mktemp(f"interop-{version}"))
 
 
 # ----------------------------------------------------------------------------- (a) rmqtwin writes
