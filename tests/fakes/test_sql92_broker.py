@@ -223,3 +223,29 @@ def test_unknown_expression_type(env: Any) -> None:
     assert len(bodies(answer)) == 6
     heartbeat(p, GROUP, other)
     assert pull(p, GROUP, TOPIC).code == ResponseCode.FILTER_DATA_NOT_EXIST
+
+
+@pytest.mark.parametrize("topic", ["T", "T" * 200], ids=["v1-record", "v2-record"])
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_record_properties_reads_what_the_full_decoder_reads(topic: str, v6: bool) -> None:
+    from rmqtwin.codec.message import (
+        MESSAGE_MAGIC_CODE,
+        MESSAGE_MAGIC_CODE_V2,
+        MessageExt,
+        decode_message_record,
+        encode_message_record,
+    )
+    from rmqtwin.fakes.broker.filter import record_properties
+
+    host = ("::1", 7) if v6 else ("127.0.0.1", 7)
+    msg = MessageExt(
+        topic=topic,
+        body=b"body" * 10,
+        properties={"a": "6", "b": "x", "UNIQ_KEY": "U"},
+        born_host=host,
+        store_host=host,
+        magic=MESSAGE_MAGIC_CODE_V2 if len(topic) > 127 else MESSAGE_MAGIC_CODE,
+    )
+    record = encode_message_record(msg)
+    assert record_properties(record) == decode_message_record(record)[0].properties == msg.properties
+    assert record_properties(record[:-3]) is None
