@@ -22,6 +22,7 @@ import hashlib
 import hmac
 import ipaddress
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntFlag
@@ -523,19 +524,10 @@ class PlainAccessValidator:
                 res.add(retry_topic(consumer.group_name), Permission.SUB)
                 for subscription in consumer.subscription_data_set:
                     res.add(subscription.topic, Permission.SUB)
-        elif code in (
-            RequestCode.UNREGISTER_CLIENT,
-            RequestCode.GET_CONSUMER_LIST_BY_GROUP,
-            RequestCode.UPDATE_CONSUMER_OFFSET,
-        ):
-            group = ext.get("consumerGroup")
-            if group is None:
-                raise _JavaNullError("the custom field <consumerGroup> is null")
-            res.add(retry_topic(group), Permission.SUB)
+        elif code in _DECODED_HEADERS:
+            _decode_like_java(ext, _DECODED_HEADERS[code])
+            res.add(retry_topic(ext.get("consumerGroup")), Permission.SUB)
             if code == RequestCode.UPDATE_CONSUMER_OFFSET:
-                for name in ("topic", "queueId"):
-                    if ext.get(name) is None:
-                        raise _JavaNullError(f"the custom field <{name}> is null")
                 res.add(ext["topic"], Permission.SUB)
 
     def validate(self, resource: AccessResource) -> None:
@@ -591,6 +583,41 @@ class PlainAccessValidator:
         except AclError as exc:
             return response(ResponseCode.SYSTEM_ERROR, exc.remark)
         return None
+
+
+_DECODED_HEADERS: dict[int, tuple[tuple[str, int | None, bool], ...]] = {
+    # (field, bits of a Java integer or None for a String, @CFNotNull), in declaration order
+    RequestCode.UNREGISTER_CLIENT: (
+        ("clientID", None, True),
+        ("producerGroup", None, False),
+        ("consumerGroup", None, False),
+    ),
+    RequestCode.GET_CONSUMER_LIST_BY_GROUP: (("consumerGroup", None, True),),
+    RequestCode.UPDATE_CONSUMER_OFFSET: (
+        ("consumerGroup", None, True),
+        ("topic", None, True),
+        ("queueId", 32, True),
+        ("commitOffset", 64, True),
+    ),
+}
+"""The headers ``parse`` reads with ``decodeCommandCustomHeader`` (the others straight from ext fields)."""
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+\Z")
+
+
+def _decode_like_java(ext: Mapping[str, str], fields: Iterable[tuple[str, int | None, bool]]) -> None:
+    """``RemotingCommand.decodeCommandCustomHeader``: the first null @CFNotNull field or unparsable
+    number, in declaration order, fails it."""
+    for name, bits, not_null in fields:
+        value = ext.get(name)
+        if value is None:
+            if not_null:
+                raise _JavaNullError(f"the custom field <{name}> is null")
+            continue
+        if bits is not None:
+            limit = 1 << (bits - 1)
+            if not _JAVA_INT.match(value) or not -limit <= int(value) < limit:
+                raise ValueError(f'For input string: "{value}"')
 
 
 class _JavaNullError(Exception):

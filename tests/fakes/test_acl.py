@@ -280,6 +280,15 @@ def test_acl_runs_before_the_handler_lookup_and_for_every_code(acl_broker: Any) 
     assert group_deny.remark == remark("No default permission for group:GroupDeny", "checkPerm", 610)
     missing = peer.call(RequestCode.UPDATE_CONSUMER_OFFSET, signed({"topic": "TopicOk"}, None, USER))
     assert missing.remark == remark("the custom field <consumerGroup> is null", "parse", 134)
+    bad_queue = peer.call(RequestCode.UPDATE_CONSUMER_OFFSET, signed({**offset, "queueId": "x"}, None, USER))
+    assert bad_queue.remark == remark('For input string: "x"', "parse", 134)
+    # UnregisterClientRequestHeader: clientID is @CFNotNull, the groups may be null.
+    no_client = peer.call(RequestCode.UNREGISTER_CLIENT, signed({"producerGroup": "pg"}, None, USER))
+    assert no_client.remark == remark("the custom field <clientID> is null", "parse", 134)
+    producer_only = peer.call(
+        RequestCode.UNREGISTER_CLIENT, signed({"clientID": "c1", "producerGroup": "pg"}, None, USER)
+    )
+    assert producer_only.code == ResponseCode.SUCCESS, producer_only.remark
 
 
 def test_heartbeat_needs_sub_on_every_subscribed_topic_and_group(acl_broker: Any) -> None:
