@@ -114,9 +114,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """
     if config.getvalue("dist") != "loadgroup":
         return None
-    from xdist.scheduler import LoadScopeScheduling
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
-    class RealLineScheduling(LoadScopeScheduling):  # type: ignore[misc]
+    class RealLineScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             line = real_line_of(nodeid)
             return f"real-{line}" if line is not None else nodeid
@@ -141,7 +141,7 @@ class RealRocketMQFactory:
     """Starts real RocketMQ on demand and keeps one instance per (line, effective broker.conf, arguments)."""
 
     def __init__(self) -> None:
-        self._instances: dict[tuple[str, str], RealRocketMQ] = {}
+        self._instances: dict[tuple[str, str, str], RealRocketMQ] = {}
 
     @staticmethod
     def shared_conf(**overrides: object) -> dict[str, object]:
