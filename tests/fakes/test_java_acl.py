@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rmqtwin.fakes.pytest_plugin import start_subprocess
+from rmqtwin.fakes.pytest_plugin import RunningTwin, start_subprocess
 
 TOPIC_OK = "TopicAclOk"
 TOPIC_DENY = "TopicAclDeny"
@@ -99,9 +99,7 @@ def _outcome(event: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def run_scenario(java_client: Any, namesrv: str, broker_addr: str) -> dict[str, Any]:
-    probe = java_client.run("acl_probe", {"namesrv": namesrv, "brokerAddr": broker_addr, "cases": CASES})
-    assert probe.returncode == 0, probe.stderr[-3000:]
-    cases = {e["name"]: e for e in probe.of("case")}
+    cases = probe(java_client, namesrv, broker_addr)
     sent = java_client.producer(
         namesrv, TOPIC_OK, count=3, acl=USER, vipChannel=True, group="PG_acl", retryTimes=0
     ).check()
@@ -141,29 +139,42 @@ def _write_acl(directory: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def twin_result(
-    tmp_path_factory: pytest.TempPathFactory, java_client_factory: Any
-) -> Iterator[dict[str, Any]]:
+def twin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningTwin]:
     base = tmp_path_factory.mktemp("acl-twin")
-    twin = start_subprocess(
+    running = start_subprocess(
         str(base / "twin"),
         broker_conf={"aclEnable": True},
         serve_args=["--acl-file", str(_write_acl(base))],
     )
     try:
-        yield run_scenario(java_client_factory("4.9"), twin.namesrv_addr, twin.broker_addr)
+        yield running
     finally:
-        twin.stop()
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def twin_result(twin: RunningTwin, java_client_factory: Any) -> dict[str, Any]:
+    return run_scenario(java_client_factory("4.9"), twin.namesrv_addr, twin.broker_addr)
+
+
+def _real_with_acl(real_rocketmq_factory: Any, version: str) -> Any:
+    return real_rocketmq_factory(
+        version,
+        broker_conf_overrides={"aclEnable": True},
+        conf_files={"plain_acl.yml": PLAIN_ACL_YML},
+    )
 
 
 @pytest.fixture(scope="module")
 def real_result(real_rocketmq_factory: Any, java_client_factory: Any) -> dict[str, Any]:
-    real = real_rocketmq_factory(
-        "4.9",
-        broker_conf_overrides={"aclEnable": True},
-        conf_files={"plain_acl.yml": PLAIN_ACL_YML},
-    )
+    real = _real_with_acl(real_rocketmq_factory, "4.9")
     return run_scenario(java_client_factory("4.9"), real.namesrv_addr, real.broker_addr)
+
+
+def probe(java_client: Any, namesrv: str, broker_addr: str) -> dict[str, dict[str, Any]]:
+    result = java_client.run("acl_probe", {"namesrv": namesrv, "brokerAddr": broker_addr, "cases": CASES})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {e["name"]: e for e in result.of("case")}
 
 
 @pytest.mark.java
@@ -187,3 +198,38 @@ def test_twin_answers_acl_as_real_4_9(twin_result: dict[str, Any], real_result: 
     twin = {name: _outcome(e) for name, e in twin_result["cases"].items()}
     real = {name: _outcome(e) for name, e in real_result["cases"].items()}
     assert twin == real
+
+
+@pytest.mark.java
+@pytest.mark.real
+@pytest.mark.slow
+@pytest.mark.xdist_group("real-4.9")
+def test_5x_client_signs_for_the_twin_as_for_real_4_9(
+    twin: RunningTwin,
+    twin_result: dict[str, Any],
+    real_result: dict[str, Any],
+    real_rocketmq_factory: Any,
+    java_client_factory: Any,
+) -> None:
+    """The 5.5.0 client's AclClientRPCHook (rocketmq-client, not rocketmq-acl) against both, after the
+    4.9 scenario made the topics: the same outcomes as each other and as the 4.9.8 client's."""
+    client = java_client_factory("5")
+    real = _real_with_acl(real_rocketmq_factory, "4.9")
+    on_twin = probe(client, twin.namesrv_addr, twin.broker_addr)
+    on_real = probe(client, real.namesrv_addr, real.broker_addr)
+    assert {n: _outcome(e) for n, e in on_twin.items()} == {n: _outcome(e) for n, e in on_real.items()}
+    check_acl_semantics({**twin_result, "cases": on_twin})
+
+
+@pytest.mark.java
+@pytest.mark.real
+@pytest.mark.slow
+@pytest.mark.xdist_group("real-5")
+def test_real_5_5_ignores_acl_enable_and_plain_acl_yml(
+    real_rocketmq_factory: Any, java_client_factory: Any
+) -> None:
+    """ACL 1.0 is gone from 5.3.3 on: the same broker.conf + plain_acl.yml refuse nothing on 5.5.0,
+    which is why rmqtwin follows 4.9.x for ``aclEnable``."""
+    real = _real_with_acl(real_rocketmq_factory, "5")
+    cases = probe(java_client_factory("5"), real.namesrv_addr, real.broker_addr)
+    assert {name: e["ok"] for name, e in cases.items()} == {c["name"]: True for c in CASES}
