@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -345,9 +345,17 @@ class JavaClient:
         ]
 
     def _popen(
-        self, main_class: str, args: Sequence[str], *, quick: bool, archive: ClassDataArchive
+        self,
+        main_class: str,
+        args: Sequence[str],
+        *,
+        quick: bool,
+        archive: ClassDataArchive,
+        conf_files: Mapping[str, str] | None = None,
     ) -> tuple[subprocess.Popen[str], Path]:
         home = prepare_home(Path(tempfile.mkdtemp(prefix="rmqtwin-java-")))
+        for filename, text in (conf_files or {}).items():
+            (home / "conf" / filename).write_text(text, encoding="utf-8")
         env = _java_env()
         env["ROCKETMQ_HOME"] = str(home)
         env.pop("NAMESRV_ADDR", None)
@@ -405,25 +413,34 @@ class JavaClient:
         return self.run("benchmark_producer", {"namesrv": namesrv, "topic": topic, **spec})
 
     def mqadmin(
-        self, namesrv: str | None, *args: str, timeout: float = 120.0, attempts: int = 2
+        self,
+        namesrv: str | None,
+        *args: str,
+        timeout: float = 120.0,
+        attempts: int = 2,
+        conf_files: Mapping[str, str] | None = None,
     ) -> MQAdminResult:
         """Run ``mqadmin <args> -n <namesrv>`` in its own JVM (MQAdminStartup may System.exit).
 
         A run that failed in the transport (a request not written, no answer in time: seen on a
         heavily loaded machine) is run again, up to ``attempts`` runs; a server's answer, error or
         not, is returned as it is. ``MQAdminResult.attempts`` says how many runs it took.
+        ``conf_files`` go into the JVM's ``$ROCKETMQ_HOME/conf/`` (``{"tools.yml": ...}``: the
+        accessKey/secretKey mqadmin signs with for an ACL broker).
         """
         argv = [*args, *(["-n", namesrv] if namesrv else [])]
         for attempt in range(1, attempts + 1):
-            result = self._mqadmin_once(argv, timeout)
+            result = self._mqadmin_once(argv, timeout, conf_files)
             result.attempts = attempt
             if result.ok or not any(name in result.stderr for name in TRANSPORT_FAILURES):
                 break
         return result
 
-    def _mqadmin_once(self, argv: list[str], timeout: float) -> MQAdminResult:
+    def _mqadmin_once(
+        self, argv: list[str], timeout: float, conf_files: Mapping[str, str] | None = None
+    ) -> MQAdminResult:
         archive = self.archive(MQADMIN_CLASS)
-        process, home = self._popen(MQADMIN_CLASS, argv, quick=True, archive=archive)
+        process, home = self._popen(MQADMIN_CLASS, argv, quick=True, archive=archive, conf_files=conf_files)
         try:
             stdout, stderr = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -3,8 +3,8 @@
 answers.
 
 One ``AclProbe`` run per target holds every refusal case (each case a client with credentials of
-its own); a signed producer (over the VIP channel) and a signed push consumer then show the right
-credentials send and consume.
+its own); mqadmin updateTopic signs with a non-admin tools.yml; a signed producer (over the VIP
+channel) and a signed push consumer then show the right credentials send and consume.
 """
 
 from __future__ import annotations
@@ -100,6 +100,11 @@ def _outcome(event: dict[str, Any]) -> tuple[Any, ...]:
 
 def run_scenario(java_client: Any, namesrv: str, broker_addr: str) -> dict[str, Any]:
     cases = probe(java_client, namesrv, broker_addr)
+    # mqadmin itself, signing with the non-admin account of its conf/tools.yml.
+    tools_yml = f"accessKey: {USER['accessKey']}\nsecretKey: {USER['secretKey']}\n"
+    mqadmin = java_client.mqadmin(
+        namesrv, "updateTopic", "-b", broker_addr, "-t", TOPIC_NEW, conf_files={"tools.yml": tools_yml}
+    )
     sent = java_client.producer(
         namesrv, TOPIC_OK, count=3, acl=USER, vipChannel=True, group="PG_acl", retryTimes=0
     ).check()
@@ -112,7 +117,16 @@ def run_scenario(java_client: Any, namesrv: str, broker_addr: str) -> dict[str, 
         consumeFromWhere="CONSUME_FROM_FIRST_OFFSET",
         timeoutMs=60_000,
     )
-    return {"cases": cases, "sent": sent, "consumed": consumed}
+    return {"cases": cases, "sent": sent, "consumed": consumed, "mqadmin": _caused_by(mqadmin.stderr)}
+
+
+def _caused_by(stderr: str) -> str:
+    """The exception under mqadmin's ``SubCommandException``: its line and the next (the FAQ link)."""
+    lines = stderr.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("Caused by: "):
+            return "\n".join(lines[i : i + 2])
+    return stderr
 
 
 def check_acl_semantics(result: dict[str, Any]) -> None:
@@ -128,6 +142,10 @@ def check_acl_semantics(result: dict[str, Any]) -> None:
         text = event.get("remark") or event["message"]
         assert ACL_EXCEPTION + expected + ", org.apache.rocketmq.acl.plain." in text, event
     assert cases["sub only pulls"]["found"] >= 1
+    assert result["mqadmin"].startswith(
+        "Caused by: org.apache.rocketmq.client.exception.MQClientException: CODE: 1  DESC: "
+    )
+    assert ACL_EXCEPTION + REFUSALS["user updateTopic"] + ", org.apache" in result["mqadmin"]
     assert [e["status"] for e in result["sent"].sent] == ["SEND_OK"] * 3
     assert result["consumed"].summary["consumed"] == 4, result["consumed"].summary
 
@@ -198,6 +216,7 @@ def test_twin_answers_acl_as_real_4_9(twin_result: dict[str, Any], real_result: 
     twin = {name: _outcome(e) for name, e in twin_result["cases"].items()}
     real = {name: _outcome(e) for name, e in real_result["cases"].items()}
     assert twin == real
+    assert twin_result["mqadmin"] == real_result["mqadmin"]
 
 
 @pytest.mark.java
