@@ -272,21 +272,29 @@ class Not(BooleanNode):
         return None if value is None else not value
 
 
+def _left_spine(node: Expression, cls: type) -> list[Expression]:
+    """The operands of a left-deep chain of ``cls`` nodes, in evaluation order (no recursion, so a
+    selector of thousands of ANDs evaluates like Java's)."""
+    right_sides = []
+    while type(node) is cls:
+        right_sides.append(node.right)  # type: ignore[attr-defined]
+        node = node.left  # type: ignore[attr-defined]
+    return [node, *reversed(right_sides)]
+
+
 @dataclass(frozen=True, slots=True)
 class And(BooleanNode):
     left: Expression
     right: Expression
 
     def evaluate(self, props: Props) -> Value:
-        lv = self.left.evaluate(props)
-        if lv is False:
-            return False
-        rv = self.right.evaluate(props)
-        if rv is False:
-            return False
-        if lv is None or rv is None:
-            return None
-        return True
+        saw_null = False
+        for operand in _left_spine(self, And):
+            value = operand.evaluate(props)
+            if value is False:
+                return False
+            saw_null = saw_null or value is None
+        return None if saw_null else True
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,15 +303,13 @@ class Or(BooleanNode):
     right: Expression
 
     def evaluate(self, props: Props) -> Value:
-        lv = self.left.evaluate(props)
-        if lv is True:
-            return True
-        rv = self.right.evaluate(props)
-        if rv is True:
-            return True
-        if lv is None or rv is None:
-            return None
-        return False
+        saw_null = False
+        for operand in _left_spine(self, Or):
+            value = operand.evaluate(props)
+            if value is True:
+                return True
+            saw_null = saw_null or value is None
+        return None if saw_null else False
 
 
 @dataclass(frozen=True, slots=True)

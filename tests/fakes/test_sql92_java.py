@@ -122,6 +122,9 @@ HAND_WRITTEN = [
     "a + 5",
     "a > 5 AND",
     "a >= 5 OR b <= 3 AND c <> 'q'",
+    " AND ".join(["a > 0.5"] * 2000),
+    " OR ".join(["a = 5"] * 2000) + " OR b = 'x'",
+    "(" * 100 + "a > 5" + ")" * 100,
 ]
 
 VALUES = [
