@@ -23,7 +23,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * topic, group, queueNums}). Actions: "updateTopic" (what mqadmin updateTopic -b does:
  * DefaultMQAdminExt.createAndUpdateTopicConfig), "send" (one sync send, no retry), "pull" (a
  * DefaultMQPullConsumer pulls every queue of the topic from offset 0; reports how many messages
- * it found).
+ * it found). A case that fails in the transport (no answer in time) is run again, up to 3 times.
  */
 public final class AclProbe {
     private AclProbe() {
@@ -42,8 +42,12 @@ public final class AclProbe {
             Map<String, Object> e = Events.event("case");
             e.put("name", Events.str(c, "name", "case" + index));
             e.put("action", Events.required(c, "action"));
+            final int number = index;
             try {
-                runCase(namesrv, Events.str(spec, "brokerAddr", null), c, index, e);
+                // A fresh broker on a loaded machine may not answer a first request in time: such a
+                // transport failure is tried again (as a "retry" event), an answer never is.
+                Events.retrying(String.valueOf(e.get("name")), 3,
+                    () -> runCase(namesrv, Events.str(spec, "brokerAddr", null), c, number, e));
                 e.put("ok", true);
             } catch (Exception ex) {
                 e.put("ok", false);
@@ -58,7 +62,7 @@ public final class AclProbe {
     static void runCase(String namesrv, String brokerAddr, JsonObject c, int index, Map<String, Object> e)
         throws Exception {
         RPCHook hook = Events.rpcHook(c);
-        String instance = Events.instanceName("acl" + index);
+        String instance = Events.instanceName("acl" + index) + "-" + System.nanoTime();
         String topic = Events.required(c, "topic");
         switch (Events.required(c, "action")) {
             case "updateTopic": {
