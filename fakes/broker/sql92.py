@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -761,23 +762,46 @@ def _create_not_between(value: Expression, low: Expression, high: Expression) ->
 # -------------------------------------------------------------------------------------- API
 
 
+_PARSE_RECURSION_LIMIT = 12_000
+
+
 @lru_cache(maxsize=256)
 def compile_selector(text: str, version: int = 5) -> Expression:
-    """Parse ``text`` as the given broker line's filter does (``version`` 4 or 5); cached like Java's."""
+    """Parse ``text`` as the given broker line's filter does (``version`` 4 or 5); cached like Java's.
+
+    Nesting is limited by the recursion limit, raised while parsing so that about as many levels of
+    parentheses compile as on Java's default stack (300 do there and here; 3000 overflow both; in
+    between Java's limit moves with its JIT).
+    """
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _PARSE_RECURSION_LIMIT))
     try:
         return _Parser(text, version).selector()
     except RecursionError:
         raise SelectorParseError("java.lang.StackOverflowError") from None
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def evaluate(expr: Expression, props: Props) -> Value:
     """The Java ``evaluate`` result; raises :class:`SelectorEvalError` where Java throws."""
-    return expr.evaluate(props)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _PARSE_RECURSION_LIMIT))
+    try:
+        return expr.evaluate(props)
+    except RecursionError:
+        raise SelectorEvalError("java.lang.StackOverflowError") from None
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def matches(expr: Expression, props: Props) -> bool:
     """What ``ExpressionMessageFilter.isMatchedByCommitLog`` decides: TRUE only, a throw is no match."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _PARSE_RECURSION_LIMIT))
     try:
         return expr.evaluate(props) is True
-    except SelectorEvalError:
+    except (SelectorEvalError, RecursionError):  # a throw, or a Java stack overflow
         return False
+    finally:
+        sys.setrecursionlimit(limit)

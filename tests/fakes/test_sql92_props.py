@@ -69,4 +69,7 @@ def test_long_chains_evaluate_without_recursion() -> None:
 
 
 def test_deep_parentheses_are_a_parse_error_not_a_crash() -> None:
+    """Java overflows its stack somewhere between 300 and 3000 levels, depending on its JIT."""
     assert _compile("(" * 5000 + "a = 1" + ")" * 5000, 5) is None
+    nested = _compile("(a = 1 AND " * 1000 + "a = 1" + ")" * 1000, 5)
+    assert nested is not None and matches(nested, {"a": "1"})
