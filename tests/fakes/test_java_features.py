@@ -7,13 +7,15 @@ scenario asserts the same observation for every target, so a twin/real differenc
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
 
-from rmqtwin.codec.codes import RequestCode
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.message import decode_message_records
 from rmqtwin.conformance.java_client import JavaClient
 from rmqtwin.fakes.broker.sql92 import compile_selector, matches
 from tests.fakes.test_java_conformance import TWIN_CONF, Target
@@ -95,6 +97,47 @@ def test_unknown_local_transactions_are_resolved_by_the_check_back(
     )
     # A set: 5.5.0's second check of an answered message (see above) can commit it twice.
     assert {e["body"] for e in got.received} == {"tx-checked-commit", "tx-direct-commit"}, got.stderr[-2000:]
+
+
+@pytest.mark.slow  # 15 check-back rounds, about 20 s per target
+def test_a_message_never_resolved_is_parked_after_transaction_check_max(
+    target: Target, unique_name: Callable[[str], str]
+) -> None:
+    """15 checks answered UNKNOW (default ``transactionCheckMax``), then TRANS_CHECK_MAX_TIME_TOPIC."""
+    topic, key = unique_name("TxMax"), unique_name("K")
+    target.create_topic(topic)
+    produced = target.client.producer(
+        target.namesrv_addr,
+        topic,
+        mode="transaction",
+        group=unique_name("txm"),
+        messages=[{"body": "tx-never", "keys": key, "transaction": "unknown", "check": "unknown"}],
+        expectChecks=15,
+        timeoutMs=90000,
+    ).check()
+    checks = produced.of("check")
+    assert [e["properties"]["TRANSACTION_CHECK_TIMES"] for e in checks] == [str(n) for n in range(1, 16)]
+    deadline = time.monotonic() + 30
+    while True:
+        answer = call(
+            target.broker_addr,
+            RequestCode.QUERY_MESSAGE,
+            {
+                "topic": "TRANS_CHECK_MAX_TIME_TOPIC",
+                "key": key,
+                "maxNum": "32",
+                "beginTimestamp": "0",
+                "endTimestamp": str(2**62),
+            },
+        )
+        if answer.code == ResponseCode.SUCCESS or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert answer.code == ResponseCode.SUCCESS, (answer.code, answer.remark)
+    [parked] = decode_message_records(answer.body or b"")
+    assert (parked.topic, parked.body) == ("TRANS_CHECK_MAX_TIME_TOPIC", b"tx-never")
+    assert parked.properties["TRANSACTION_CHECK_TIMES"] == "15"
+    assert parked.properties["REAL_TOPIC"] == topic
 
 
 SQL = "a > 5 AND b = 'x'"
