@@ -283,19 +283,24 @@ def _left_spine(node: Expression, cls: type) -> list[Expression]:
     return [node, *reversed(right_sides)]
 
 
+def _logic(node: Expression, cls: type, decisive: bool, props: Props) -> Value:
+    """``LogicExpression``: the first operand that is ``decisive`` decides; else NULL if one was NULL."""
+    saw_null = False
+    for operand in _left_spine(node, cls):
+        value = operand.evaluate(props)
+        if value is decisive:
+            return decisive
+        saw_null = saw_null or value is None
+    return None if saw_null else not decisive
+
+
 @dataclass(frozen=True, slots=True)
 class And(BooleanNode):
     left: Expression
     right: Expression
 
     def evaluate(self, props: Props) -> Value:
-        saw_null = False
-        for operand in _left_spine(self, And):
-            value = operand.evaluate(props)
-            if value is False:
-                return False
-            saw_null = saw_null or value is None
-        return None if saw_null else True
+        return _logic(self, And, False, props)
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,13 +309,7 @@ class Or(BooleanNode):
     right: Expression
 
     def evaluate(self, props: Props) -> Value:
-        saw_null = False
-        for operand in _left_spine(self, Or):
-            value = operand.evaluate(props)
-            if value is True:
-                return True
-            saw_null = saw_null or value is None
-        return None if saw_null else False
+        return _logic(self, Or, True, props)
 
 
 @dataclass(frozen=True, slots=True)
