@@ -32,16 +32,14 @@ from typing import TYPE_CHECKING, Any
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.java import java_hash_map_order
 from rmqtwin.fakes.broker.topics import RETRY_GROUP_TOPIC_PREFIX, TRACE_TOPIC
-from rmqtwin.fakes.dispatch import response
+from rmqtwin.fakes.dispatch import json_body, response
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
     from rmqtwin.fakes.dispatch import Channel
 
 ACCESS_KEY = "AccessKey"
-SECRET_KEY = "SecretKey"
 SIGNATURE = "Signature"
-SECURITY_TOKEN = "SecurityToken"
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
 ACL_FILE = "conf/plain_acl.yml"
 ACL_DIR = "conf/acl"
@@ -358,6 +356,8 @@ class PlainAccount:
     default_group_perm: Permission = Permission.DENY
     perms: dict[str, Permission] = field(default_factory=dict)
     """Topic names and retry topics (``%RETRY%group``) to their permission."""
+    listing: dict[str, Any] = field(default_factory=dict)
+    """The entry as GET_BROKER_CLUSTER_ACL_CONFIG lists it (``PlainAccessConfig``, nulls left out)."""
 
     @classmethod
     def from_yaml(cls, entry: Mapping[str, Any]) -> PlainAccount:
@@ -380,6 +380,7 @@ class PlainAccount:
             default_topic_perm=parse_perm(entry.get("defaultTopicPerm")),
             default_group_perm=parse_perm(entry.get("defaultGroupPerm")),
         )
+        account.listing = _plain_access_config(entry, account)
         for key, is_topic in (("groupPerms", False), ("topicPerms", True)):
             for item in entry.get(key) or ():
                 parts = [p for p in str(item).split("=") if p]
@@ -389,6 +390,22 @@ class PlainAccount:
                 name = parts[0].strip()
                 account.perms[name if is_topic else RETRY_GROUP_TOPIC_PREFIX + name] = parse_perm(parts[1])
         return account
+
+
+def _plain_access_config(entry: Mapping[str, Any], account: PlainAccount) -> dict[str, Any]:
+    """``PlainAccessConfig`` as fastjson reads it from the YAML map: strings, a boolean admin."""
+    listing: dict[str, Any] = {
+        "accessKey": account.access_key,
+        "admin": account.admin,
+        "secretKey": account.secret_key,
+    }
+    for key in ("whiteRemoteAddress", "defaultTopicPerm", "defaultGroupPerm"):
+        if entry.get(key) is not None:
+            listing[key] = str(entry[key])
+    for key in ("topicPerms", "groupPerms"):
+        if entry.get(key) is not None:
+            listing[key] = [str(item) for item in entry[key]]
+    return listing
 
 
 def _opt_str(value: object) -> str | None:
@@ -402,6 +419,7 @@ class PlainAclConfig:
     global_white_addresses: list[RemoteAddressStrategy] = field(default_factory=list)
     accounts: dict[str, PlainAccount] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    global_white_listing: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, files: Iterable[str | Path]) -> PlainAclConfig:
@@ -422,6 +440,7 @@ class PlainAclConfig:
                 continue
             for pattern in data.get("globalWhiteRemoteAddresses") or ():
                 config.global_white_addresses.append(remote_address_strategy(str(pattern)))
+                config.global_white_listing.append(str(pattern))
             for entry in data.get("accounts") or ():
                 account = PlainAccount.from_yaml(entry)
                 config.accounts.setdefault(account.access_key, account)
@@ -669,3 +688,17 @@ class PlainAclService:
 
     def before_dispatch(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         return self.validator.before_dispatch(channel, request)
+
+
+def broker_cluster_acl_config(acl: PlainAclService | None) -> RemotingCommand | None:
+    """GET_BROKER_CLUSTER_ACL_CONFIG (54): every account and global white address of the files.
+
+    Without ACL the real broker's validator lookup is null and the processor answers nothing."""
+    if acl is None:
+        return None
+    config = acl.validator.config
+    body = {
+        "globalWhiteAddrs": config.global_white_listing,
+        "plainAccessConfigs": [account.listing for account in config.accounts.values()],
+    }
+    return response(ext_fields={}, body=json_body(body))

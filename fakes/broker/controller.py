@@ -17,7 +17,7 @@ from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
 from rmqtwin.codec.codes import RequestCode
-from rmqtwin.fakes.broker.acl import PlainAclService
+from rmqtwin.fakes.broker.acl import PlainAclService, broker_cluster_acl_config
 from rmqtwin.fakes.broker.admin import AdminProcessor
 from rmqtwin.fakes.broker.client_manage import ClientManageProcessor, notify_consumer_ids_changed
 from rmqtwin.fakes.broker.clients import ConsumerManager, ProducerManager, RebalanceLockManager
@@ -152,6 +152,7 @@ class BrokerController:
             RequestCode.UPDATE_BROKER_CONFIG: self.admin.update_broker_config,
             RequestCode.GET_TOPIC_CONFIG: self.admin.get_topic_config,
             RequestCode.CLONE_GROUP_OFFSET: self.admin.clone_group_offset,
+            RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: lambda _, __: broker_cluster_acl_config(self.acl),
         }
         for code, handler in table.items():
             d.register(code, handler)

@@ -384,3 +384,43 @@ def test_no_acl_without_acl_enable_and_none_on_the_name_server(tmp_path: Path) -
     assert namesrv.dispatcher.before_dispatch == []
     answer = Peer(namesrv.dispatcher, clock).call(RequestCode.GET_BROKER_CLUSTER_INFO)
     assert answer.code == ResponseCode.SUCCESS
+
+
+def test_acl_config_lists_the_accounts_as_plain_access_configs(acl_broker: Any) -> None:
+    import json
+
+    broker, clock, _ = acl_broker
+    answer = Peer(broker.dispatcher, clock).call(
+        RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG, signed({}, None, USER)
+    )
+    assert (answer.code, answer.ext_fields) == (ResponseCode.SUCCESS, {})
+    listed = json.loads(answer.body or b"")
+    assert listed["globalWhiteAddrs"] == ["10.254.0.*"]
+    assert [c["accessKey"] for c in listed["plainAccessConfigs"]] == [
+        "AdminKey01",
+        "UserKey001",
+        "LocalKey01",
+    ]
+    user = listed["plainAccessConfigs"][1]
+    assert user == {
+        "accessKey": "UserKey001",
+        "admin": False,
+        "defaultGroupPerm": "SUB",
+        "defaultTopicPerm": "DENY",
+        "groupPerms": ["GroupDeny=DENY"],
+        "secretKey": "user123456",
+        "topicPerms": ["TopicOk=PUB|SUB", "TopicSub=SUB"],
+    }
+    assert list(user) == sorted(user)  # fastjson's bean field order
+
+
+def test_acl_config_without_acl_gets_no_answer(tmp_path: Path) -> None:
+    """The real processor meets a null validator, logs it and answers nothing."""
+    clock = Clock()
+    broker = make_broker(tmp_path, clock)
+    try:
+        peer = Peer(broker.dispatcher, clock)
+        peer.send(RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
+        assert peer.responses() == []
+    finally:
+        broker.shutdown()

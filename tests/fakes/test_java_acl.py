@@ -305,11 +305,14 @@ def raw_cases() -> list[RemotingCommand]:
     heartbeat = create_request(RequestCode.HEART_BEAT, None, b"not json")
     sign_request(heartbeat, ADMIN["accessKey"], ADMIN["secretKey"])
     unregister = create_request(RequestCode.UNREGISTER_CLIENT, {"clientID": "c1"}, oneway=True)
+    acl_config = create_request(RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
+    sign_request(acl_config, USER["accessKey"], USER["secretKey"])
     return [
         unregister,  # refused oneway: no answer at all
         create_request(RequestCode.GET_BROKER_CONFIG),  # no ext fields at all
         create_request(9999, {"AccessKey": USER["accessKey"], "Signature": "bad"}),  # unknown code
         heartbeat,  # a body parse cannot read
+        acl_config,  # the accounts as the broker lists them (mqadmin getAclConfig)
     ]
 
 
@@ -318,13 +321,15 @@ def raw_cases() -> list[RemotingCommand]:
 @pytest.mark.xdist_group("real-4.9")
 def test_raw_requests_answered_as_real_4_9(twin: RunningTwin, real_acl: Any) -> None:
     """Requests no Java client sends: a refused oneway, a request without ext fields, an unknown
-    code, an unreadable heartbeat body; the same answers (by opaque, code and remark) from both."""
+    code, an unreadable heartbeat body, GET_BROKER_CLUSTER_ACL_CONFIG; the same answers (opaque,
+    code, remark, ext fields, body bytes) from both."""
 
-    def answers(addr: str) -> list[tuple[int, int, str | None]]:
+    def answers(addr: str) -> list[tuple[Any, ...]]:
         got = raw_exchange(addr, raw_cases())
-        return sorted((a.opaque, a.code, _without_json_error(a.remark)) for a in got)
+        return sorted((a.opaque, a.code, _without_json_error(a.remark), a.ext_fields, a.body) for a in got)
 
     on_twin = answers(twin.broker_addr)
     on_real = answers(real_acl.broker_addr)
     assert on_twin == on_real
-    assert [opaque for opaque, _, _ in on_real] == [1, 2, 3]  # nothing for the oneway (opaque 0)
+    assert [answer[0] for answer in on_real] == [1, 2, 3, 4]  # nothing for the oneway (opaque 0)
+    assert on_real[3][1] == 0 and b"RocketMQSubOnly" in on_real[3][4]
