@@ -464,6 +464,35 @@ def start_java(
     return JavaProcess(name=name, home=home, process=process, stdout_path=stdout_path)
 
 
+BUSY_THREADS = ("TransactionalOp",)
+"""Broker threads (Linux thread names, at most 15 characters) that busy-loop in a released version.
+
+5.5.0's ``TransactionalOpBatchService`` spins on a full core once any transaction has ended: in
+``TransactionalMessageServiceImpl.batchSendOpMessage`` an idle queue context (nothing left to write)
+still pulls the next wake-up to its last write time + ``transactionOpBatchInterval``, which is in
+the past three seconds later, so the method returns 0 and the thread runs it again at once."""
+
+
+def lower_busy_thread_priority(pid: int) -> list[int]:
+    """Give the ``BUSY_THREADS`` of a JVM the lowest priority (nice 19), so their spinning takes only
+    otherwise idle CPU. Their work is unchanged: a nice thread still runs when it has work, just not
+    ahead of everything else. Returns the thread ids changed (none where /proc is not Linux's)."""
+    changed = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return changed
+    for tid in tasks:
+        try:
+            name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            if name.startswith(BUSY_THREADS):
+                os.setpriority(os.PRIO_PROCESS, int(tid), 19)
+                changed.append(int(tid))
+        except (OSError, ValueError):
+            continue
+    return changed
+
+
 DEFAULT_BROKER_CONF: dict[str, object] = {
     "brokerClusterName": "rmqtwin",
     "brokerId": 0,
@@ -676,6 +705,8 @@ class RealRocketMQ:
             return body is not None and all(addr in body for addr in wanted)
 
         self._wait(registered, deadline, "every broker to register with the name server")
+        for broker in self.brokers:
+            lower_busy_thread_priority(broker.process.pid)
 
     def _cluster_info(self) -> bytes | None:
         try:
