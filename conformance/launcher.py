@@ -477,7 +477,7 @@ def lower_busy_thread_priority(pid: int) -> list[int]:
     """Give the ``BUSY_THREADS`` of a JVM the lowest priority (nice 19), so their spinning takes only
     otherwise idle CPU. Their work is unchanged: a nice thread still runs when it has work, just not
     ahead of everything else. Returns the thread ids changed (none where /proc is not Linux's)."""
-    changed = []
+    changed: list[int] = []
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
