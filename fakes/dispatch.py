@@ -171,10 +171,13 @@ class Dispatcher:
         self.before_dispatch.append(hook)
 
     def dispatch(self, channel: Channel, request: RemotingCommand) -> HandlerResult:
-        for hook in self.before_dispatch:
-            refused = hook(channel, request)
-            if refused is not None:
-                return refused
+        try:
+            for hook in self.before_dispatch:
+                refused = hook(channel, request)
+                if refused is not None:
+                    return refused
+        except Exception as exc:
+            return self._system_error(request, exc)
         handler = self.table.get(request.code)
         if handler is None:
             if not self.unknown_code_answer:
