@@ -138,6 +138,12 @@ def _java_class(value: Value) -> type:
     return type(value)
 
 
+_BOOLEAN_TO_STRING = (  # Java 17's text, as the real brokers run
+    "java.lang.ClassCastException: class java.lang.Boolean cannot be cast to class java.lang.String "
+    "(java.lang.Boolean and java.lang.String are in module java.base of loader 'bootstrap')"
+)
+
+
 def java_compare(lv: Value, rv: Value) -> int:
     """``ComparisonExpression.__compare`` with string conversion on (the parser always turns it on).
 
@@ -154,7 +160,7 @@ def _java_compare(lv: Value, rv: Value) -> int:
     if lc is not rc:
         if lc is bool:
             if rc is str:  # Java casts the Boolean to String here
-                raise SelectorEvalError("java.lang.ClassCastException: Boolean cannot be cast to String")
+                raise SelectorEvalError(_BOOLEAN_TO_STRING)
             return -1
         if lc is JavaInt:
             if rc is JavaLong:
@@ -424,7 +430,66 @@ _LEX_RULES: tuple[tuple[str | None, re.Pattern[str]], ...] = (
 class Token:
     kind: str  # a keyword ("AND"), an operator ("<="), DECIMAL, FLOAT, STRING, ID or <EOF>
     image: str
-    column: int
+    pos: int  # index of its first char; for <EOF>, of the last char of the text (-1: empty text)
+
+
+_TAB_SIZE = 8
+
+
+def _line_column(text: str, index: int) -> tuple[int, int]:
+    """Where JavaCC's ``SimpleCharStream`` puts ``text[index]``: lines after CR, LF or CRLF, tabs to
+    the next multiple of 8; ``(0, 0)`` before the first char."""
+    line, column = 1, 0
+    prev_cr = prev_lf = False
+    for c in text[: index + 1]:
+        column += 1
+        if prev_lf:
+            prev_lf = False
+            line, column = line + 1, 1
+        elif prev_cr:
+            prev_cr = False
+            if c == "\n":
+                prev_lf = True
+            else:
+                line, column = line + 1, 1
+        if c == "\r":
+            prev_cr = True
+        elif c == "\n":
+            prev_lf = True
+        elif c == "\t":
+            column -= 1
+            column += _TAB_SIZE - (column % _TAB_SIZE)
+    return (line, column) if index >= 0 else (0, 0)
+
+
+def _java_escape(text: str) -> str:
+    """JavaCC's ``addEscapes``."""
+    out = []
+    for c in text:
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif ord(c) < 0x20 or ord(c) > 0x7E:
+            out.extend(f"\\u{unit:04x}" for unit in _utf16_units(c))
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+_ESCAPES = {
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\f": "\\f",
+    "\r": "\\r",
+    '"': '\\"',
+    "'": "\\'",
+    "\\": "\\\\",
+}
+
+
+def _utf16_units(c: str) -> list[int]:
+    raw = c.encode("utf-16-be", "surrogatepass")
+    return [int.from_bytes(raw[i : i + 2], "big") for i in range(0, len(raw), 2)]
 
 
 class _Lexer:
@@ -437,7 +502,7 @@ class _Lexer:
         text = self.text
         while True:
             if self.pos >= len(text):
-                return Token(_EOF, "", max(1, len(text)))  # JavaCC reports the last column
+                return Token(_EOF, "", len(text) - 1)
             best: tuple[int, str | None, str] | None = None
             for rule, pattern in _LEX_RULES:
                 m = pattern.match(text, self.pos)
@@ -454,14 +519,31 @@ class _Lexer:
                 if best is None or len(image) > best[0]:
                     best = (len(image), kind, image)
             if best is None:
-                raise SelectorParseError(
-                    "org.apache.rocketmq.filter.parser.TokenMgrError: Lexical error at line 1, column "
-                    f"{self.pos + 1}.  Encountered: {text[self.pos]!r}"
-                )
-            column = self.pos + 1
+                raise self._lexical_error()
+            start = self.pos
             self.pos += best[0]
             if best[1] is not None:
-                return Token(best[1], best[2], column)
+                return Token(best[1], best[2], start)
+
+    def _lexical_error(self) -> SelectorParseError:
+        """``TokenMgrError``: an unterminated string or comment runs to the end; else one bad char."""
+        text, start = self.text, self.pos
+        end = len(text) if text.startswith(("'", "/*"), start) else start + 1
+        line, column = _line_column(text, end - 1)
+        if end >= len(text):
+            if text[end - 1] in "\r\n":
+                line, column = line + 1, 0
+            else:
+                column += 1
+            after = text[start:end] if end - start > 1 else ""
+            encountered = f'<EOF> after : "{_java_escape(after)}"'
+        else:
+            bad = text[end - 1]
+            encountered = f'"{_java_escape(bad)}" ({_utf16_units(bad)[0]}), after : ""'
+        return SelectorParseError(
+            "org.apache.rocketmq.filter.parser.TokenMgrError: Lexical error at line "
+            f"{line}, column {column}.  Encountered: {encountered}"
+        )
 
 
 # -------------------------------------------------------------------------------------- parser
@@ -488,11 +570,11 @@ class _Parser:
     def fail(self, expecting: str) -> SelectorParseError:
         """JavaCC's ParseException text for the next token (its first line is exact)."""
         tok = self.tokens[0]
+        line, column = _line_column(self.lexer.text, tok.pos)
         if tok.kind == _EOF:
-            line, encountered = (0 if not self.lexer.text else 1), "<EOF>"
+            encountered = "<EOF>"
         else:
-            line, encountered = 1, f' {_token_image(tok.kind)} "{tok.image} "'
-        column = tok.column if line else 0
+            encountered = f' {_token_image(tok.kind)} "{_java_escape(tok.image)} "'
         return SelectorParseError(
             f'org.apache.rocketmq.filter.parser.ParseException: Encountered "{encountered}" at line {line}, '
             f"column {column}.\n{expecting}"
