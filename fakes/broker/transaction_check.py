@@ -55,6 +55,7 @@ PROPERTY_CHECK_TIMES = MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES
 PROPERTY_IMMUNITY = MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS
 PROPERTY_PREPARED_QUEUE_OFFSET = MessageConst.PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET
 _PUT_OK = "PUT_OK"
+GET_AVAILABLE_CHANNEL_RETRY_COUNT = 3
 
 
 @dataclass
@@ -83,6 +84,7 @@ class TransactionalMessageCheckService:
         self.broker = broker
         self._loop: LoopingCall | None = None
         self.runs = 0
+        self._channel_counter = 0
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -364,7 +366,7 @@ class TransactionalMessageCheckService:
             bname=broker.config.broker_name,
         )
         group = msg.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP)
-        channel = broker.producers.available_channel(group) if group is not None else None
+        channel = self._available_channel(group) if group is not None else None
         if channel is None:
             log.warn("check transaction failed, no channel of producer group {group}", group=group)
             return False
@@ -373,6 +375,21 @@ class TransactionalMessageCheckService:
             create_request(RequestCode.CHECK_TRANSACTION_STATE, to_ext_fields(header), body, oneway=True)
         )
         return True
+
+    def _available_channel(self, group: str) -> Any | None:
+        """``ProducerManager.getAvailableChannel``: round-robin over the group's channels, trying the
+        next ones (up to 3) when the picked one is not active."""
+        channels = list(self.broker.producers.groups.get(group, {}))
+        if not channels:
+            return None
+        self._channel_counter += 1
+        index = self._channel_counter % len(channels)
+        for _ in range(GET_AVAILABLE_CHANNEL_RETRY_COUNT + 1):
+            channel = channels[index]
+            if getattr(channel, "is_active", True):
+                return channel
+            index = (index + 1) % len(channels)
+        return None
 
 
 def encode_check_body(msg: MessageExt) -> bytes:

@@ -323,3 +323,18 @@ def test_5x_refuses_an_unasked_answer_after_the_immunity_time(env: Any) -> None:
     # 4.9 has no such rule; nor does 5.x for the answer to a check.
     assert p.call(RequestCode.END_TRANSACTION, fields, version=409).code == ResponseCode.SUCCESS
     assert [m.body for m in stored(broker, TOPIC)] == [b"late"]
+
+
+def test_checks_go_round_robin_over_the_producer_groups_channels(env: Any) -> None:
+    broker, clock = env
+    service = TransactionalMessageCheckService(broker)
+    first, second = producer(broker, clock), producer(broker, clock)
+    for n in range(4):
+        send_half(first, f"rr-{n}".encode(), f"RR{n}")
+    clock.advance(7)
+    assert len(service.check(6000, 15).checked) == 4
+    assert (len(checks(first)), len(checks(second))) == (2, 2)
+    second.close()
+    clock.advance(7)
+    assert len(service.check(6000, 15).checked) == 4
+    assert len(checks(first)) == 4, "a closed channel leaves the group"
