@@ -49,6 +49,7 @@ import contextlib
 import fcntl
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -229,7 +230,27 @@ def _port_free(port: int) -> bool:
     return True
 
 
+def _ephemeral_ports() -> range:
+    """The range the kernel hands out for outgoing connections and port-0 binds."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return range(int(low), int(high) + 1)
+    except (OSError, ValueError):
+        return range(32768, 61000)
+
+
 def free_port() -> int:
+    """A free loopback port for a JVM to bind a moment later, chosen outside the ephemeral range.
+
+    A port the kernel picked for a port-0 bind is from the range it also gives to outgoing
+    connections: on a busy machine one of those can take it before the JVM binds (BindException).
+    """
+    ephemeral = _ephemeral_ports()
+    candidates = [p for p in range(10240, 32768) if p not in ephemeral] or list(range(10240, 65536))
+    for _ in range(200):
+        port = random.choice(candidates)
+        if _port_free(port):
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
