@@ -1,7 +1,7 @@
 """The fastjson dialect: lenient reading of what Java writes, byte-exact writing of what Java writes.
 
 The Java checks run real fastjson 1.2.69_noneautotype (RocketMQ 4.9.8) and fastjson2 2.0.59 (RocketMQ
-5.5.0) from the golden-vector build's dependency folders and compare byte for byte.
+5.5.0) through the golden build's ``fastjson`` command (tests/golden/oracle.py) and compare byte for byte.
 """
 
 from __future__ import annotations
@@ -11,10 +11,7 @@ import dataclasses
 import enum
 import math
 import random
-import shutil
 import struct
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,8 +28,7 @@ from rmqtwin.codec.fastjson import (
     java_double_str,
     loads,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.golden.oracle import run_golden
 
 # ------------------------------------------------------------------------------------------------ reading
 
@@ -391,40 +387,6 @@ def _stringify_int_keys(value: Any) -> Any:
 
 # ------------------------------------------------------------------------------------------- real fastjson
 
-_JAVA_ESCAPES = r"""
-import java.nio.file.*;
-import java.util.*;
-
-public class FastjsonCheck {
-    public static void main(String[] args) throws Exception {
-        List<String> out = new ArrayList<>();
-        for (String line : Files.readAllLines(Paths.get(args[0]))) {
-            String[] parts = line.split("\t", 2);
-            Object value;
-            if (parts[0].equals("d")) {
-                long bits = Long.parseUnsignedLong(parts[1], 16);
-                value = Collections.singletonMap("d", Double.longBitsToDouble(bits));
-            } else {
-                byte[] utf16 = Base64.getDecoder().decode(parts[1]);
-                value = Collections.singletonMap(parts[0], new String(utf16, "UTF-16BE"));
-            }
-            String json = parts[0].equals("b")
-                ? JSON_CLASS.toJSONString(value, BROWSER_COMPATIBLE)
-                : JSON_CLASS.toJSONString(value);
-            out.add(Base64.getEncoder().encodeToString(json.getBytes("UTF-8")));
-        }
-        Files.write(Paths.get(args[1]), out);
-    }
-}
-"""
-
-
-def _java_lib(line: str) -> Path:
-    lib = ROOT / "tests" / "golden" / "java" / line / "target" / "lib"
-    if shutil.which("java") is None or not lib.is_dir():
-        pytest.skip(f"needs java and the golden build's {lib} (scripts/setup.sh)")
-    return lib
-
 
 def _random_strings(seed: int, count: int) -> list[str]:
     rng = random.Random(seed)
@@ -468,20 +430,9 @@ def _random_doubles(seed: int, count: int) -> list[float]:
 
 
 @pytest.fixture(scope="module", params=["v4", "v5"])
-def java_fastjson(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[str, list]:
+def java_fastjson(request: pytest.FixtureRequest) -> tuple[str, list[Any]]:
+    """Each value as the line's JSON library writes it (golden ``fastjson`` command: fastjson 1.x / 2)."""
     line = request.param
-    lib = _java_lib(line)
-    work = tmp_path_factory.mktemp(f"fastjson-{line}")
-    source = work / "FastjsonCheck.java"
-    json_class = "com.alibaba.fastjson2.JSON" if line == "v5" else "com.alibaba.fastjson.JSON"
-    browser = (
-        "com.alibaba.fastjson2.JSONWriter.Feature.BrowserCompatible"
-        if line == "v5"
-        else "com.alibaba.fastjson.serializer.SerializerFeature.BrowserCompatible"
-    )
-    source.write_text(_JAVA_ESCAPES.replace("JSON_CLASS", json_class).replace("BROWSER_COMPATIBLE", browser))
     strings = _random_strings(7, 300)
     doubles = _random_doubles(11, 300)
     rows = [("s", s) for s in strings] + [("b", s) for s in strings] + [("d", d) for d in doubles]
@@ -494,23 +445,8 @@ def java_fastjson(
             assert isinstance(item, float)
             payload = struct.pack(">d", item).hex()
         lines.append(f"{kind}\t{payload}")
-    (work / "in.txt").write_text("\n".join(lines) + "\n")
-    subprocess.run(
-        [
-            "java",
-            "-Xmx64m",
-            "-XX:TieredStopAtLevel=1",
-            "-cp",
-            ":".join(str(p) for p in sorted(lib.glob("fastjson*.jar"))),
-            str(source),
-            str(work / "in.txt"),
-            str(work / "out.txt"),
-        ],
-        check=True,
-        timeout=120,
-        capture_output=True,
-    )
-    outputs = [base64.b64decode(x) for x in (work / "out.txt").read_text().split()]
+    printed = run_golden(line, "fastjson", stdin="\n".join(lines) + "\n")
+    outputs = [base64.b64decode(encoded) for (encoded,) in printed]
     return line, list(zip(rows, outputs, strict=True))
 
 

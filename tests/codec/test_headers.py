@@ -1,16 +1,13 @@
 """Typed custom headers: ext-field round trips, Java wire names and types, V1/V2 send mapping, errors.
 
 The Java check reflects over the real header classes of rocketmq-common 4.9.8 and rocketmq-remoting
-5.5.0 (from the golden-vector build's dependency folders): every Java field must exist here under the
-same wire name with the same type, and ``@CFNotNull`` must match our required fields.
+5.5.0 (the golden build's ``headers`` command, tests/golden/oracle.py): every Java field must exist here
+under the same wire name with the same type, and ``@CFNotNull`` must match our required fields.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +17,9 @@ from hypothesis import strategies as st
 from rmqtwin.codec import headers as h
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.errors import HeaderError
+from tests.golden.oracle import run_golden
+from tests.golden.vectors import JAVA_HEADER_KINDS
 
-ROOT = Path(__file__).resolve().parents[2]
 ALL_CLASSES = sorted({*h.REQUEST_HEADERS.values(), *h.RESPONSE_HEADERS.values()}, key=lambda c: c.__name__)
 
 _KIND_NAMES = {0: "str", 1: "int", 2: "long", 3: "bool", 4: "double"}
@@ -340,58 +338,6 @@ def test_every_header_class_is_a_keyword_dataclass_with_known_field_types() -> N
 
 # -------------------------------------------------------------------------------------------- real classes
 
-_JAVA_REFLECT = r"""
-import java.lang.reflect.*;
-import java.nio.file.*;
-import java.util.*;
-
-public class HeaderFields {
-    public static void main(String[] args) throws Exception {
-        String[] packages = args[0].split(",");
-        List<String> out = new ArrayList<>();
-        Class<? extends java.lang.annotation.Annotation> notNull =
-            Class.forName("org.apache.rocketmq.remoting.annotation.CFNotNull")
-                .asSubclass(java.lang.annotation.Annotation.class);
-        for (String name : Files.readAllLines(Paths.get(args[1]))) {
-            Class<?> cls = null;
-            for (String pkg : packages) {
-                try { cls = Class.forName(pkg + "." + name); break; } catch (ClassNotFoundException e) { }
-            }
-            if (cls == null) { out.add(name + "\t-"); continue; }
-            StringBuilder sb = new StringBuilder(name).append("\t+");
-            for (Class<?> c = cls; c != null && c != Object.class; c = c.getSuperclass()) {
-                for (Field f : c.getDeclaredFields()) {
-                    int mods = f.getModifiers();
-                    if (Modifier.isStatic(mods) || f.isSynthetic() || f.getName().startsWith("this")) {
-                        continue;
-                    }
-                    sb.append('\t').append(f.getName()).append(':').append(f.getType().getSimpleName())
-                      .append(':').append(f.isAnnotationPresent(notNull) ? "required" : "optional");
-                }
-            }
-            out.add(sb.toString());
-        }
-        Files.write(Paths.get(args[2]), out);
-    }
-}
-"""
-
-_PACKAGES = {
-    "v4": "org.apache.rocketmq.common.protocol.header,org.apache.rocketmq.common.protocol.header.namesrv",
-    "v5": "org.apache.rocketmq.remoting.protocol.header,org.apache.rocketmq.remoting.protocol.header.namesrv",
-}
-_JAVA_KINDS = {
-    "String": "str",
-    "Integer": "int",
-    "int": "int",
-    "Long": "long",
-    "long": "long",
-    "Boolean": "bool",
-    "boolean": "bool",
-    "Double": "double",
-    "double": "double",
-    "BoundaryType": "str",
-}
 # Ext fields the broker or client adds beside the header class (not Java fields)
 _EXTRA_WIRES = {
     "MSG_REGION",
@@ -415,42 +361,18 @@ _OPTIONAL_HERE = {
 }
 
 
-def _read_java_header_fields(line: str, work: Path) -> dict[str, dict[str, tuple[str, bool]] | None]:
-    lib = ROOT / "tests" / "golden" / "java" / line / "target" / "lib"
-    if shutil.which("java") is None or not lib.is_dir():
-        pytest.skip(f"needs java and the golden build's {lib} (scripts/setup.sh)")
-    (work / "HeaderFields.java").write_text(_JAVA_REFLECT)
-    (work / "in.txt").write_text("".join(f"{cls.__name__}\n" for cls in ALL_CLASSES))
-    jars = [
-        p
-        for p in sorted(lib.glob("*.jar"))
-        if p.name.startswith(("rocketmq-common-", "rocketmq-remoting-", "fastjson"))
-    ]
-    subprocess.run(
-        [
-            "java",
-            "-Xmx64m",
-            "-cp",
-            ":".join(map(str, jars)),
-            str(work / "HeaderFields.java"),
-            _PACKAGES[line],
-            str(work / "in.txt"),
-            str(work / "out.txt"),
-        ],
-        check=True,
-        timeout=120,
-        capture_output=True,
-    )
+def _read_java_header_fields(line: str) -> dict[str, dict[str, tuple[str, bool]] | None]:
+    """Our header classes' namesakes in the line (golden ``headers`` command): field -> (kind, @CFNotNull)."""
+    rows = run_golden(line, "headers", stdin="".join(f"{cls.__name__}\n" for cls in ALL_CLASSES))
     found: dict[str, dict[str, tuple[str, bool]] | None] = {}
-    for row in (work / "out.txt").read_text().splitlines():
-        name, flag, *fields = row.split("\t")
+    for name, flag, *fields in rows:
         if flag == "-":
             found[name] = None
             continue
         table = {}
         for item in fields:
             fname, ftype, req = item.split(":")
-            table[fname] = (_JAVA_KINDS.get(ftype, ftype), req == "required")
+            table[fname] = (JAVA_HEADER_KINDS.get(ftype, ftype), req == "required")
         found[name] = table
     return found
 
@@ -459,12 +381,9 @@ JavaFields = dict[str, dict[str, dict[str, tuple[str, bool]] | None]]
 
 
 @pytest.fixture(scope="module")
-def java_headers(tmp_path_factory: pytest.TempPathFactory) -> JavaFields:
+def java_headers() -> JavaFields:
     """Field tables of our header classes' namesakes in rocketmq-common 4.9.8 / rocketmq-remoting 5.5.0."""
-    return {
-        line: _read_java_header_fields(line, tmp_path_factory.mktemp(f"headers-{line}"))
-        for line in ("v4", "v5")
-    }
+    return {line: _read_java_header_fields(line) for line in ("v4", "v5")}
 
 
 @pytest.mark.java

@@ -40,19 +40,6 @@ NOT_NULL_BUT_OPTIONAL = {
     ("GetAllSubscriptionGroupResponseHeader", "totalGroupNum"),
 }
 
-# Java type -> the header field kind Python must use (5.x BoundaryType travels as its name).
-_KINDS = {
-    "String": "str",
-    "BoundaryType": "str",
-    "Integer": "int",
-    "int": "int",
-    "Long": "long",
-    "long": "long",
-    "Boolean": "bool",
-    "boolean": "bool",
-    "Double": "double",
-    "double": "double",
-}
 _BOXED = {"String", "BoundaryType", "Integer", "Long", "Boolean", "Double"}
 
 
@@ -95,7 +82,7 @@ def test_header_class_matches_java(golden: Golden, name: str) -> None:
             if spec is None:
                 problems.append(f"missing {where}")
                 continue
-            if _KINDS.get(field["type"]) != _python_kind(spec):
+            if gv.JAVA_HEADER_KINDS.get(field["type"]) != _python_kind(spec):
                 problems.append(f"{where} is {_python_kind(spec)} here")
             lenient = (name, field["name"]) in NOT_NULL_BUT_OPTIONAL
             if field["type"] in _BOXED and field["notNull"] and not spec.required and not lenient:

@@ -560,6 +560,21 @@ def python_header_classes() -> list[str]:
     return _classes_of(headers, headers.CommandCustomHeader)
 
 
+JAVA_HEADER_KINDS = {
+    "String": "str",
+    "BoundaryType": "str",
+    "Integer": "int",
+    "int": "int",
+    "Long": "long",
+    "long": "long",
+    "Boolean": "bool",
+    "boolean": "bool",
+    "Double": "double",
+    "double": "double",
+}
+"""Java type of a header field -> the field kind Python must use (5.x BoundaryType travels as its name)."""
+
+
 def header_class_items() -> list[dict[str, Any]]:
     return [
         {"name": f"headerclass.{name}", "kind": "headerClass", "headerClass": name, "hex": ""}

@@ -32,9 +32,13 @@ final class Golden {
             MessageOracle.run(Paths.get(args[1]), rows);
         } else if (command.equals("bodies") && args.length == 1) {
             BodyRoundTrip.run(line, stdin, rows);
+        } else if (command.equals("fastjson") && args.length == 1) {
+            FastjsonProbe.run(line, stdin, rows);
+        } else if (command.equals("headers") && args.length == 1) {
+            HeaderFields.run(line, stdin, rows);
         } else {
             System.err.println("usage: generate OUTDIR | verify INDIR OUTFILE | commands < SPECS"
-                + " | messages WORKDIR | bodies < BODIES");
+                + " | messages WORKDIR | bodies < BODIES | fastjson < VALUES | headers < CLASSES");
             System.exit(2);
         }
         rows.flush();

@@ -21,6 +21,9 @@ abstract class Line {
     /** The bean properties this line's JSON library serializes for a body class. */
     abstract List<String> bodyProperties(Class<?> cls) throws Exception;
 
+    /** {@code value} written by this line's JSON library (fastjson 1.x or fastjson2), optionally BrowserCompatible. */
+    abstract String toJson(Object value, boolean browserCompatible);
+
     /** A properties string as this line's producer puts it in header {@code i} / {@code properties}. */
     abstract String producerProperties();
 

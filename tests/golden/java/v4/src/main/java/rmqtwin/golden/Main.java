@@ -1,5 +1,6 @@
 package rmqtwin.golden;
 
+import com.alibaba.fastjson.JSON;
 import com.alibaba.fastjson.serializer.JavaBeanSerializer;
 import com.alibaba.fastjson.serializer.SerializeConfig;
 import com.alibaba.fastjson.serializer.SerializerFeature;
@@ -35,6 +36,11 @@ public final class Main extends Line {
         JavaBeanSerializer writer = (JavaBeanSerializer) SerializeConfig.getGlobalInstance().getObjectWriter(cls);
         Object instance = cls.getDeclaredConstructor().newInstance();
         return new ArrayList<>(writer.getFieldValuesMap(instance).keySet());
+    }
+
+    @Override
+    String toJson(Object value, boolean browserCompatible) {
+        return browserCompatible ? JSON.toJSONString(value, SerializerFeature.BrowserCompatible) : JSON.toJSONString(value);
     }
 
     /** A 4.9-style properties string: no trailing separator. */

@@ -1,5 +1,6 @@
 package rmqtwin.golden;
 
+import com.alibaba.fastjson2.JSON;
 import com.alibaba.fastjson2.JSONFactory;
 import com.alibaba.fastjson2.JSONWriter;
 import com.alibaba.fastjson2.writer.FieldWriter;
@@ -50,6 +51,11 @@ public final class Main extends Line {
             names.add(((FieldWriter<?>) f).fieldName);
         }
         return names;
+    }
+
+    @Override
+    String toJson(Object value, boolean browserCompatible) {
+        return browserCompatible ? JSON.toJSONString(value, JSONWriter.Feature.BrowserCompatible) : JSON.toJSONString(value);
     }
 
     /** A 5.2+-style properties string: trailing separator. */
