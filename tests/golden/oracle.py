@@ -2,8 +2,9 @@
 modules' ``rmqtwin.golden.Main`` commands.
 
 Modules: ``v4`` / ``v5`` (rocketmq-remoting + rocketmq-common 4.9.8 / 5.5.0: ``generate``, ``verify``,
-``commands``, ``messages``, ``bodies``) and ``store-v4`` / ``store-v5`` (rocketmq-store 4.9.7 / 5.5.0,
-the broker's record encoder: ``encoder``). A command prints tab-separated rows on standard output.
+``commands``, ``messages``, ``bodies``, ``fastjson``, ``headers``) and ``store-v4`` / ``store-v5``
+(rocketmq-store 4.9.7 / 5.5.0, the broker's record encoder: ``encoder``). A command prints tab-separated
+rows on standard output.
 """
 
 from __future__ import annotations
