@@ -160,14 +160,16 @@ def test_offsets_persist_across_a_consumer_restart(target: Target, unique_name: 
     topic, group = unique_name("Offsets"), unique_name("go")
     target.create_topic(topic)
     first = [{"body": f"first-{i}"} for i in range(4)]
-    target.client.producer(target.namesrv_addr, topic, mode="sync", messages=first, timeoutMs=30000).check()
+    sent = target.client.producer(target.namesrv_addr, topic, mode="sync", messages=first, timeoutMs=30000)
+    assert sent.check().summary["sent"] == 4, sent.errors
     # Settle past the client's 5-second offset persist: the shutdown persist alone is a oneway race.
     got = target.client.push_consumer(
         target.namesrv_addr, topic, group=group, expect=4, timeoutMs=60000, settleMs=6000
     )
     assert {e["body"] for e in got.received} == {m["body"] for m in first}
     second = [{"body": f"second-{i}"} for i in range(3)]
-    target.client.producer(target.namesrv_addr, topic, mode="sync", messages=second, timeoutMs=30000).check()
+    sent = target.client.producer(target.namesrv_addr, topic, mode="sync", messages=second, timeoutMs=30000)
+    assert sent.check().summary["sent"] == 3, sent.errors
     again = target.client.push_consumer(
         target.namesrv_addr, topic, group=group, expect=3, timeoutMs=60000, settleMs=1500
     )
