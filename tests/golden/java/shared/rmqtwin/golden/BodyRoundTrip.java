@@ -17,11 +17,7 @@ final class BodyRoundTrip {
     }
 
     static void run(Line line, BufferedReader in, PrintStream out) throws Exception {
-        String request;
-        while ((request = in.readLine()) != null) {
-            if (request.isEmpty()) {
-                continue;
-            }
+        Golden.eachLine(in, request -> {
             String[] p = request.split("\t");
             byte[] data = Base64.getDecoder().decode(p[2]);
             try {
@@ -29,7 +25,7 @@ final class BodyRoundTrip {
             } catch (Throwable e) {
                 out.println("error\t" + Golden.field(e));
             }
-        }
+        });
     }
 
     static byte[] rewrite(Line line, String mode, Class<?> cls, byte[] data) throws Exception {

@@ -31,10 +31,8 @@ final class CommandProbe {
     }
 
     static void run(BufferedReader in, PrintStream out) throws Exception {
-        String line;
-        while ((line = in.readLine()) != null) {
-            out.println(line.startsWith("D ") ? decode(line.substring(2)) : encode(line.substring(2)));
-        }
+        Golden.eachLine(in, line ->
+            out.println(line.startsWith("D ") ? decode(line.substring(2)) : encode(line.substring(2))));
     }
 
     static String decode(String frameHex) {

@@ -19,11 +19,7 @@ final class FastjsonProbe {
     }
 
     static void run(Line line, BufferedReader in, PrintStream out) throws Exception {
-        String request;
-        while ((request = in.readLine()) != null) {
-            if (request.isEmpty()) {
-                continue;
-            }
+        Golden.eachLine(in, request -> {
             String[] p = request.split("\t", 2);
             Map<String, Object> value;
             if (p[0].equals("d")) {
@@ -34,6 +30,6 @@ final class FastjsonProbe {
             }
             String json = line.toJson(value, p[0].equals("b"));
             out.println(Base64.getEncoder().encodeToString(json.getBytes(StandardCharsets.UTF_8)));
-        }
+        });
     }
 }

@@ -44,6 +44,21 @@ final class Golden {
         rows.flush();
     }
 
+    /** A command's work on one input line. */
+    interface Request {
+        void handle(String request) throws Exception;
+    }
+
+    /** Hands each non-empty line of standard input to {@code request}, in order. */
+    static void eachLine(BufferedReader in, Request request) throws Exception {
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (!line.isEmpty()) {
+                request.handle(line);
+            }
+        }
+    }
+
     /** One output field: tabs and line breaks (in exception texts) would split rows and fields. */
     static String field(Object value) {
         return String.valueOf(value).replace('\t', ' ').replace('\n', ' ').replace('\r', ' ');

@@ -15,17 +15,13 @@ final class HeaderFields {
     }
 
     static void run(Line line, BufferedReader in, PrintStream out) throws Exception {
-        String name;
-        while ((name = in.readLine()) != null) {
-            if (name.isEmpty()) {
-                continue;
-            }
+        Golden.eachLine(in, name -> {
             Class<?> cls;
             try {
                 cls = line.resolve(name);
             } catch (ClassNotFoundException e) {
                 out.println(name + "\t-");
-                continue;
+                return;
             }
             StringBuilder row = new StringBuilder(name).append("\t+");
             for (Map<String, Object> f : Describe.headerFieldTypes(cls)) {
@@ -33,6 +29,6 @@ final class HeaderFields {
                     .append(Boolean.TRUE.equals(f.get("notNull")) ? "required" : "optional");
             }
             out.println(row);
-        }
+        });
     }
 }
