@@ -92,17 +92,6 @@ class ClientManageProcessor:
             )
         return response(ext_fields=EmptyHeader())
 
-    def check_client_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        body = fastjson.loads(request.body or b"{}")
-        subscription = body.get("subscriptionData") or {}
-        expression_type = subscription.get("expressionType") or "TAG"
-        if expression_type != "TAG" and not self.broker.config.enable_property_filter:
-            return response(
-                ResponseCode.SYSTEM_ERROR,
-                f"The broker does not support consumer to filter message by {expression_type}",
-            )
-        return response()
-
     def get_consumer_list_by_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         group = decode_header(request, GetConsumerListByGroupRequestHeader).consumer_group
         group_info = self.broker.consumers.groups.get(group)
