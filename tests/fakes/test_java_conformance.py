@@ -83,23 +83,36 @@ class Target:
             time.sleep(0.1)
 
 
+def make_target(
+    request: pytest.FixtureRequest,
+    java_client_factory: Callable[[str], JavaClient],
+    rocketmq_factory: Any,
+    overrides: dict[str, str] | None = None,
+) -> Target:
+    """The target named by ``request.param``: one twin per broker.conf for the session (with the 4.9.8
+    or 5.5.0 client), or the shared real cluster of that line, both with ``overrides`` on top."""
+    name = str(request.param)
+    overrides = overrides or {}
+    if name.startswith("rmqtwin"):
+        line = name.removeprefix("rmqtwin-client")
+        twins = request.session.__dict__.setdefault("_rmqtwin_target_twins", {})
+        key = tuple(sorted(overrides.items()))
+        if key not in twins:
+            twins[key] = rocketmq_factory(broker_conf={**TWIN_CONF, **overrides}, broker_name="broker-a")
+        twin = twins[key]
+        return Target(name, twin.namesrv_addr, twin.broker_addr, java_client_factory(line))
+    line = name.removeprefix("real-")
+    real = request.getfixturevalue("real_rocketmq_factory")(line, broker_conf_overrides=overrides)
+    return Target(name, real.namesrv_addr, real.broker_addr, java_client_factory(line))
+
+
 @pytest.fixture(scope="session", params=TARGETS)
 def target(
     request: pytest.FixtureRequest,
     java_client_factory: Callable[[str], JavaClient],
     rocketmq_factory: Any,
 ) -> Target:
-    name = str(request.param)
-    if name.startswith("rmqtwin"):
-        line = name.removeprefix("rmqtwin-client")
-        twin = getattr(request.session, "_rmqtwin_conformance_twin", None)
-        if twin is None:
-            twin = rocketmq_factory(broker_conf=TWIN_CONF, broker_name="broker-a")
-            request.session._rmqtwin_conformance_twin = twin  # type: ignore[attr-defined]
-        return Target(name, twin.namesrv_addr, twin.broker_addr, java_client_factory(line))
-    line = name.removeprefix("real-")
-    real = request.getfixturevalue("real_rocketmq_factory")(line)
-    return Target(name, real.namesrv_addr, real.broker_addr, java_client_factory(line))
+    return make_target(request, java_client_factory, rocketmq_factory)
 
 
 def test_send_modes_consume_pull_and_query(target: Target, unique_name: Callable[[str], str]) -> None:

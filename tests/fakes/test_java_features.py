@@ -18,7 +18,7 @@ from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.message import decode_message_records
 from rmqtwin.conformance.java_client import JavaClient
 from rmqtwin.fakes.broker.sql92 import compile_selector, matches
-from tests.fakes.test_java_conformance import TWIN_CONF, Target
+from tests.fakes.test_java_conformance import Target, make_target
 from tests.fakes.test_serve import call
 
 pytestmark = pytest.mark.java
@@ -41,17 +41,7 @@ def target(
     java_client_factory: Callable[[str], JavaClient],
     rocketmq_factory: Any,
 ) -> Target:
-    name = str(request.param)
-    if name.startswith("rmqtwin"):
-        line = name.removeprefix("rmqtwin-client")
-        twin = getattr(request.session, "_rmqtwin_features_twin", None)
-        if twin is None:
-            twin = rocketmq_factory(broker_conf={**TWIN_CONF, **FEATURE_CONF}, broker_name="broker-a")
-            request.session._rmqtwin_features_twin = twin  # type: ignore[attr-defined]
-        return Target(name, twin.namesrv_addr, twin.broker_addr, java_client_factory(line))
-    line = name.removeprefix("real-")
-    real = request.getfixturevalue("real_rocketmq_factory")(line, broker_conf_overrides=FEATURE_CONF)
-    return Target(name, real.namesrv_addr, real.broker_addr, java_client_factory(line))
+    return make_target(request, java_client_factory, rocketmq_factory, FEATURE_CONF)
 
 
 def test_unknown_local_transactions_are_resolved_by_the_check_back(
