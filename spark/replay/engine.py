@@ -1,0 +1,454 @@
+"""Replays connections against a target: one non-blocking socket loop over the sans-IO codec.
+
+No reactor (Spark reuses Python workers, a reactor cannot restart): :mod:`selectors` over plain sockets,
+:class:`~rmqtwin.codec.connection.RemotingConnection` for framing, opaques and pending requests. Each
+request goes at its recorded offset ÷ speed without waiting for earlier answers (pipelining as recorded);
+at ``max`` speed a window bounds what waits per connection. Broker-initiated requests are answered as the
+client answered them in the capture.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import selectors
+import socket
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+
+from rmqtwin.codec.codes import request_code_name
+from rmqtwin.codec.command import JsonDialect, RemotingCommand, SerializeType, decode_command, encode_command
+from rmqtwin.codec.connection import (
+    RemotingConnection,
+    RequestReceived,
+    ResponseReceived,
+    events_before_error,
+)
+from rmqtwin.codec.errors import CodecError
+from rmqtwin.spark.replay.compare import compare_answers, pulled_messages
+from rmqtwin.spark.replay.plan import PULL_CODES, ConnectionPlan, Step
+from rmqtwin.spark.replay.translate import ConnectionTranslator, ReplayContext, request_queue, request_topic
+
+__all__ = ["QueueResult", "RequestResult", "replay_connections", "result_rows"]
+
+_READ_SIZE = 256 * 1024
+_OUT_LIMIT = 1 << 20
+_GRACE_S = 10.0
+
+
+@dataclass(slots=True)
+class RequestResult:
+    """One replayed (or not replayed) request: the Parquet row."""
+
+    conn_id: int
+    copy: int
+    seq: int
+    code: int
+    code_name: str
+    topic: str | None
+    queue_id: int | None
+    group: str | None
+    recorded_code: int | None
+    recorded_remark: str | None
+    recorded_latency_ms: float | None
+    replayed_code: int | None = None
+    replayed_remark: str | None = None
+    replayed_latency_ms: float | None = None
+    scheduled_ms: float | None = None
+    """When the request was due, ms after the replay's start (None at ``max`` speed)."""
+    actual_ms: float | None = None
+    """When it was actually issued, ms after the replay's start."""
+    verdict: str = "not-replayed"
+    detail: str = ""
+    normalisers: str = ""
+
+
+@dataclass(slots=True)
+class QueueResult:
+    """What one replayed consumer pulled from one queue, against what it pulled when recorded."""
+
+    conn_id: int
+    copy: int
+    group: str
+    topic: str
+    queue_id: int
+    recorded_messages: int
+    replayed_messages: int
+    same_bodies_in_order: bool
+
+
+@dataclass(slots=True)
+class _InFlight:
+    step: Step
+    result: RequestResult
+    issued_ns: int
+    uniq: str | None
+
+
+@dataclass(slots=True)
+class _Pulls:
+    recorded: list[bytes] = field(default_factory=list)
+    replayed: list[bytes] = field(default_factory=list)
+
+
+def _dialect(steps: list[Step]) -> JsonDialect:
+    """The fastjson the client wrote its JSON headers with: the one that re-encodes them byte for byte."""
+    for step in steps[:20]:
+        cmd = decode_command(step.frame[4:])
+        if cmd.serialize_type != SerializeType.JSON:
+            continue
+        if encode_command(cmd, JsonDialect.FASTJSON1) != step.frame:
+            return JsonDialect.FASTJSON2
+    return JsonDialect.FASTJSON1
+
+
+def _group(cmd: RemotingCommand) -> str | None:
+    return cmd.ext("consumerGroup") or cmd.ext("producerGroup") or cmd.ext("a")
+
+
+def selected(only: Iterable[str], cmd: RemotingCommand) -> bool:
+    """``--only``: a request whose code name, topic or group is listed (everything when none is)."""
+    wanted = set(only)
+    if not wanted:
+        return True
+    return bool({request_code_name(cmd.code), str(int(cmd.code)), request_topic(cmd), _group(cmd)} & wanted)
+
+
+class _Replayed:
+    """One connection being replayed."""
+
+    def __init__(self, plan: ConnectionPlan, ctx: ReplayContext, only: tuple[str, ...]) -> None:
+        self.plan = plan
+        self.ctx = ctx
+        self.only = only
+        self.translator = ConnectionTranslator(ctx, plan.broker_name, plan.copy)
+        self.codec = RemotingConnection(json_dialect=_dialect(plan.steps), first_opaque=1)
+        self.out = bytearray()
+        self.next = 0
+        self.inflight: dict[int, _InFlight] = {}
+        self.results: list[RequestResult] = []
+        self.answer_index: dict[int, int] = defaultdict(int)
+        self.broker_requests: dict[str, int] = defaultdict(int)
+        self.pulls: dict[tuple[str, str, int], _Pulls] = defaultdict(_Pulls)
+        self.failed: str | None = None
+        self.connected = False
+        self.sock: socket.socket | None = None
+        self.sel: selectors.BaseSelector | None = None
+
+    def target(self) -> str:
+        if self.plan.kind == "namesrv":
+            return self.ctx.namesrv
+        return self.ctx.brokers[self.plan.broker_name or ""]
+
+    # --- schedule ----------------------------------------------------------------------------------
+
+    def due_ns(self, step: Step) -> int | None:
+        return None if self.ctx.speed is None else int(step.offset_ns / self.ctx.speed)
+
+    def done(self) -> bool:
+        return self.failed is not None or (self.next >= len(self.plan.steps) and not self.inflight)
+
+    def next_wake(self) -> int | None:
+        """Ns after the start when the next request is due (None: nothing waits on time)."""
+        if self.failed is not None or self.next >= len(self.plan.steps):
+            return None
+        return self.due_ns(self.plan.steps[self.next])
+
+    def issue_due(self, now: int, start: int) -> None:
+        steps = self.plan.steps
+        while self.next < len(steps) and self.failed is None and len(self.out) < _OUT_LIMIT:
+            step = steps[self.next]
+            due = self.due_ns(step)
+            if due is None:
+                if len(self.inflight) >= self.ctx.window:
+                    return
+            elif start + due > now:
+                return
+            if due is not None and self.ctx.duration_s is not None and due > self.ctx.duration_s * 1e9:
+                self._skip_rest("beyond --duration")
+                return
+            cmd = decode_command(step.frame[4:])
+            if self.translator.waits(cmd):
+                return
+            self.next += 1
+            result = self._result(step, cmd)
+            result.scheduled_ms = None if due is None else due / 1e6
+            if not selected(self.only, cmd):
+                result.verdict, result.detail = "skipped", "not selected by --only"
+                self.results.append(result)
+                continue
+            uniq = self.translator.expect_send(cmd)
+            self.translator.request(cmd)
+            self.translator.sign(cmd)
+            timeout = self.ctx.answer_timeout_s
+            if step.code in PULL_CODES:
+                suspend = cmd.ext("suspendTimeoutMillis")
+                timeout += int(suspend) / 1000 if suspend and suspend.isdigit() else 0
+            opaque = self.codec.send_request(cmd, now=now / 1e9, timeout=timeout)
+            self.out += self.codec.data_to_send()
+            result.actual_ms = (now - start) / 1e6
+            if step.oneway:
+                result.verdict = "sent"
+                self.results.append(result)
+            else:
+                self.inflight[opaque] = _InFlight(step, result, now, uniq)
+
+    def _result(self, step: Step, cmd: RemotingCommand) -> RequestResult:
+        answer = step.answer
+        return RequestResult(
+            conn_id=self.plan.conn_id,
+            copy=self.plan.copy,
+            seq=step.seq,
+            code=step.code,
+            code_name=request_code_name(step.code),
+            topic=request_topic(cmd),
+            queue_id=request_queue(cmd),
+            group=_group(cmd),
+            recorded_code=None if answer is None else answer.code,
+            recorded_remark=None if answer is None else answer.remark,
+            recorded_latency_ms=None if answer is None else answer.latency_ns / 1e6,
+        )
+
+    def _skip_rest(self, why: str) -> None:
+        for step in self.plan.steps[self.next :]:
+            result = self._result(step, decode_command(step.frame[4:]))
+            result.verdict, result.detail = "not-replayed", why
+            self.results.append(result)
+        self.next = len(self.plan.steps)
+
+    # --- events ------------------------------------------------------------------------------------
+
+    def received(self, data: bytes, now: int) -> None:
+        try:
+            events = self.codec.receive_data(data)
+        except CodecError as exc:
+            for event in events_before_error(exc):
+                self._event(event, now)
+            self.fail(f"undecodable bytes from the target: {exc}")
+            return
+        for event in events:
+            self._event(event, now)
+
+    def _event(self, event: RequestReceived | ResponseReceived, now: int) -> None:
+        if isinstance(event, RequestReceived):
+            self._broker_request(event.command)
+            return
+        flight = self.inflight.pop(event.command.opaque, None)
+        if flight is None:
+            return
+        replayed, result, step = event.command, flight.result, flight.step
+        result.replayed_code = int(replayed.code)
+        result.replayed_remark = replayed.remark
+        result.replayed_latency_ms = (now - flight.issued_ns) / 1e6
+        recorded = None if step.answer is None else decode_command(step.answer.frame[4:])
+        if flight.uniq is not None:
+            self.translator.answered_send(flight.uniq, recorded, replayed)
+        if recorded is None:
+            result.verdict, result.detail = "unrecorded", "the capture has no answer to compare with"
+        else:
+            topic, queue = result.topic, result.queue_id
+            shift = None
+            if topic is not None and queue is not None:
+                shift = self._offset_shift(topic, queue)
+            comparison = compare_answers(
+                step.code,
+                recorded,
+                replayed,
+                offset_shift=shift,
+                client_id_free=self.translator.client_id_free,
+            )
+            result.verdict, result.detail = comparison.verdict, comparison.detail
+            result.normalisers = ",".join(comparison.normalisers)
+            if step.code in PULL_CODES and topic is not None and queue is not None:
+                pulls = self.pulls[(result.group or "", topic, queue)]
+                pulls.recorded += [m.body for m in pulled_messages(recorded)]
+                pulls.replayed += [m.body for m in pulled_messages(replayed)]
+        self.results.append(result)
+
+    def _offset_shift(self, topic: str, queue: int) -> Callable[[int], int] | None:
+        key = (self.plan.broker_name or "", topic, queue)
+        rec = self.ctx.recorded_bases.get(key)
+        if rec is None:
+            return None
+        tgt = self.ctx.target_bases.get(key, 0)
+        return lambda replayed: replayed - tgt + rec
+
+    def _broker_request(self, cmd: RemotingCommand) -> None:
+        name = request_code_name(cmd.code)
+        self.broker_requests[name] += 1
+        if cmd.is_oneway:
+            return
+        answers = self.plan.client_answers.get(int(cmd.code), [])
+        if not answers:
+            self.broker_requests[f"{name} (no recorded answer)"] += 1
+            return
+        index = self.answer_index[int(cmd.code)]
+        self.answer_index[int(cmd.code)] = index + 1
+        response = decode_command(answers[min(index, len(answers) - 1)][4:])
+        if response.body:
+            response.body = self.translator.with_client_ids(response.body)
+        self.codec.send_response(cmd, response)
+        self.out += self.codec.data_to_send()
+
+    def expire(self, now: int) -> None:
+        for timed_out in self.codec.expire(now / 1e9):
+            self._lost(timed_out.request.opaque, "no-answer", "no answer before the timeout")
+
+    def _lost(self, opaque: int, verdict: str, detail: str) -> None:
+        flight = self.inflight.pop(opaque, None)
+        if flight is not None:
+            flight.result.verdict, flight.result.detail = verdict, detail
+            self.results.append(flight.result)
+
+    def fail(self, why: str) -> None:
+        """The connection is gone: what waits fails, what was not issued is reported as not replayed."""
+        if self.failed is not None:
+            return
+        self.failed = why
+        self.codec.connection_lost()
+        for opaque in list(self.inflight):
+            self._lost(opaque, "failed", why)
+        self._skip_rest(why)
+        if self.sock is not None:
+            if self.sel is not None:
+                with contextlib.suppress(KeyError, ValueError):
+                    self.sel.unregister(self.sock)
+            self.sock.close()
+            self.sock = None
+
+    def pulled(self) -> Iterator[QueueResult]:
+        for (group, topic, queue), pulls in self.pulls.items():
+            yield QueueResult(
+                self.plan.conn_id,
+                self.plan.copy,
+                group,
+                topic,
+                queue,
+                len(pulls.recorded),
+                len(pulls.replayed),
+                pulls.recorded == pulls.replayed,
+            )
+
+
+def replay_connections(
+    plans: Iterable[ConnectionPlan],
+    ctx: ReplayContext,
+    *,
+    start_wall_ns: int | None = None,
+    only: tuple[str, ...] = (),
+) -> tuple[list[RequestResult], list[QueueResult], dict[str, int]]:
+    """Replay ``plans`` concurrently from ``start_wall_ns`` (now when None); every request's result, what
+    each consumer pulled per queue, and the broker-initiated requests seen by code name."""
+    conns = [_Replayed(plan, ctx, only) for plan in plans]
+    sel = selectors.DefaultSelector()
+    now = time.monotonic_ns()
+    start = now if start_wall_ns is None else now + (start_wall_ns - time.time_ns())
+    deadline_ns: int | None = None
+    if ctx.duration_s is not None:
+        deadline_ns = start + int((ctx.duration_s + ctx.answer_timeout_s + _GRACE_S) * 1e9)
+    for conn in conns:
+        _connect(conn, sel)
+    try:
+        _loop(conns, sel, start, deadline_ns)
+    finally:
+        for conn in conns:
+            if conn.sock is not None:
+                sel.unregister(conn.sock)
+                conn.sock.close()
+        sel.close()
+    results = [r for c in conns for r in c.results]
+    queues = [q for c in conns for q in c.pulled()]
+    seen: dict[str, int] = defaultdict(int)
+    for c in conns:
+        for name, count in c.broker_requests.items():
+            seen[name] += count
+    return results, queues, dict(seen)
+
+
+def _connect(conn: _Replayed, sel: selectors.BaseSelector) -> None:
+    try:
+        host, _, port = conn.target().rpartition(":")
+    except KeyError:
+        conn.fail(f"no target for recorded broker {conn.plan.server} ({conn.plan.broker_name})")
+        return
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn.sock = sock
+    err = sock.connect_ex((host.strip("[]"), int(port)))
+    if err not in (0, errno.EINPROGRESS):
+        conn.fail(f"connect to {conn.target()} failed: {errno.errorcode.get(err, err)}")
+        conn.sock = None
+        return
+    sel.register(sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
+    conn.sel = sel
+
+
+def _loop(conns: list[_Replayed], sel: selectors.BaseSelector, start: int, deadline_ns: int | None) -> None:
+    while True:
+        now = time.monotonic_ns()
+        active = [c for c in conns if not c.done()]
+        if not active:
+            return
+        if deadline_ns is not None and now > deadline_ns:
+            for conn in active:
+                conn.fail("replay ended: --duration reached")
+            return
+        wake: int | None = None
+        for conn in active:
+            if conn.connected:
+                conn.issue_due(now, start)
+            conn.expire(now)
+            due = conn.next_wake()
+            if due is not None and (wake is None or start + due < wake):
+                wake = start + due
+            deadline = conn.codec.next_deadline()
+            if deadline is not None and (wake is None or deadline * 1e9 < wake):
+                wake = int(deadline * 1e9)
+            if conn.sock is not None and not conn.failed:
+                mask = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.out or not conn.connected else 0)
+                sel.modify(conn.sock, mask, conn)
+        timeout = None if wake is None else max(0.0, (wake - time.monotonic_ns()) / 1e9)
+        for key, mask in sel.select(timeout if timeout is not None else 1.0):
+            conn = key.data
+            assert isinstance(conn, _Replayed) and conn.sock is not None
+            _io(conn, mask)
+
+
+def _io(conn: _Replayed, mask: int) -> None:
+    sock = conn.sock
+    assert sock is not None
+    if not conn.connected and mask & selectors.EVENT_WRITE:
+        err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            conn.fail(f"connect to {conn.target()} failed: {errno.errorcode.get(err, err)}")
+            return
+        conn.connected = True
+    if mask & selectors.EVENT_READ:
+        try:
+            data = sock.recv(_READ_SIZE)
+        except BlockingIOError:
+            data = None
+        except OSError as exc:
+            conn.fail(f"connection to {conn.target()} lost: {exc}")
+            return
+        if data == b"":
+            conn.fail(f"{conn.target()} closed the connection")
+            return
+        if data:
+            conn.received(data, time.monotonic_ns())
+    if conn.out and conn.connected and conn.failed is None and conn.sock is not None:
+        try:
+            sent = sock.send(conn.out)
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:
+            conn.fail(f"connection to {conn.target()} lost: {exc}")
+            return
+        del conn.out[:sent]
+
+
+def result_rows(results: Iterable[RequestResult]) -> list[dict[str, object]]:
+    return [asdict(r) for r in results]

@@ -1,0 +1,296 @@
+"""A capture as replay plans: one schedule per recorded client connection, with the answers recorded.
+
+Read through :mod:`rmqtwin.proxy.capture` (the one implementation of the format). Requests the client
+sent become :class:`Step`s at their offset from the capture's first record; requests the broker sent the
+client (transaction checks, running-info queries) keep the client's recorded answers so the replay can
+answer them the same way. Route answers tell which broker name each recorded broker address played.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import orjson
+
+from rmqtwin.codec import fastjson
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.command import ONEWAY_FLAG, RESPONSE_FLAG, decode_command
+from rmqtwin.codec.errors import CodecError
+from rmqtwin.proxy.capture import (
+    DIR_TO_CLIENT,
+    DIR_TO_SERVER,
+    FLAG_RAW,
+    REC_FRAME,
+    REC_OPEN,
+    Record,
+    read_records,
+)
+
+__all__ = [
+    "Answer",
+    "CapturePlan",
+    "ConnectionPlan",
+    "QueueKey",
+    "Step",
+    "load_plan",
+    "plan_records",
+]
+
+NAMESRV_CODES = frozenset(
+    {
+        RequestCode.GET_ROUTEINFO_BY_TOPIC,
+        RequestCode.GET_BROKER_CLUSTER_INFO,
+        RequestCode.GET_KV_CONFIG,
+        RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+        RequestCode.REGISTER_BROKER,
+    }
+)
+SEND_CODES = frozenset(
+    {
+        RequestCode.SEND_MESSAGE,
+        RequestCode.SEND_MESSAGE_V2,
+        RequestCode.SEND_BATCH_MESSAGE,
+        RequestCode.SEND_REPLY_MESSAGE,
+        RequestCode.SEND_REPLY_MESSAGE_V2,
+    }
+)
+PULL_CODES = frozenset({RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE})
+
+QueueKey = tuple[str, str, int]
+"""(broker name, topic, queue id)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A recorded response: code, remark, latency at the proxy and the whole frame."""
+
+    code: int
+    remark: str | None
+    latency_ns: int
+    frame: bytes
+
+
+@dataclass(slots=True)
+class Step:
+    """One request the client sent, at ``offset_ns`` after the capture's first record."""
+
+    seq: int
+    offset_ns: int
+    code: int
+    oneway: bool
+    frame: bytes
+    answer: Answer | None = None
+
+
+@dataclass(slots=True)
+class ConnectionPlan:
+    conn_id: int
+    kind: str
+    """``namesrv`` or ``broker``."""
+    server: str
+    """The recorded upstream, ``host:port``."""
+    broker_name: str | None = None
+    steps: list[Step] = field(default_factory=list)
+    client_answers: dict[int, list[bytes]] = field(default_factory=dict)
+    """Broker-initiated request code → the client's recorded response frames, in order."""
+    copy: int = 0
+    """Which ``--scale`` copy this is (0 for the recorded connection itself)."""
+
+
+@dataclass(slots=True)
+class CapturePlan:
+    connections: list[ConnectionPlan]
+    broker_names: dict[str, str]
+    """Recorded broker address → broker name, from the recorded route and cluster answers."""
+    recorded_bases: dict[QueueKey, int]
+    """The first recorded offset per queue (sends' answers and pulls): where translation starts."""
+    client_ids: list[str]
+    duration_ns: int
+    raw_skipped: int = 0
+    undecoded_skipped: int = 0
+
+    def unnamed_brokers(self) -> dict[str, list[int]]:
+        """Recorded broker addresses no route answer names → the connections that used them."""
+        missing: dict[str, list[int]] = defaultdict(list)
+        for conn in self.connections:
+            if conn.kind == "broker" and conn.broker_name is None:
+                missing[conn.server].append(conn.conn_id)
+        return dict(missing)
+
+
+def _route_brokers(body: bytes) -> dict[str, str]:
+    """Broker address → name in a route or cluster-info answer body (fastjson, int keys allowed)."""
+    try:
+        value = fastjson.loads(body)
+    except (ValueError, CodecError):
+        return {}
+    datas: list[object] = []
+    if isinstance(value, dict):
+        if isinstance(value.get("brokerDatas"), list):
+            datas = value["brokerDatas"]
+        elif isinstance(value.get("brokerAddrTable"), dict):
+            datas = list(value["brokerAddrTable"].values())
+    names: dict[str, str] = {}
+    for data in datas:
+        if not isinstance(data, dict):
+            continue
+        name = data.get("brokerName")
+        addrs = data.get("brokerAddrs")
+        if isinstance(name, str) and isinstance(addrs, dict):
+            for addr in addrs.values():
+                if isinstance(addr, str):
+                    names[addr] = name
+                    host, _, port = addr.rpartition(":")
+                    if port.isdigit():  # the VIP channel (port - 2) plays the same broker
+                        names.setdefault(f"{host}:{int(port) - 2}", name)
+    return names
+
+
+def _client_ids(body: bytes) -> list[str]:
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return []
+    cid = value.get("clientID") if isinstance(value, dict) else None
+    return [cid] if isinstance(cid, str) and cid else []
+
+
+def plan_records(records: Iterable[Record]) -> CapturePlan:
+    """Build the plan from records in capture order."""
+    conns: dict[int, ConnectionPlan] = {}
+    pending: dict[tuple[int, int, int], tuple[Step | None, int, int]] = {}
+    first_ns: int | None = None
+    last_ns = 0
+    raw = undecoded = 0
+    broker_names: dict[str, str] = {}
+    client_ids: dict[str, None] = {}
+    sends: list[tuple[str, Step]] = []  # (server, step) of answered sends and pulls, for the bases
+    for rec in records:
+        if first_ns is None:
+            first_ns = rec.mono_ns
+        last_ns = rec.mono_ns
+        conn = conns.get(rec.conn_id)
+        if conn is None:
+            conn = conns[rec.conn_id] = ConnectionPlan(rec.conn_id, "", str(rec.server))
+        if rec.type == REC_OPEN:
+            kind = rec.meta().get("kind")
+            if kind in ("namesrv", "broker"):
+                conn.kind = str(kind)
+            upstream = rec.meta().get("upstream")
+            if isinstance(upstream, str) and upstream:
+                conn.server = upstream
+            continue
+        if rec.type != REC_FRAME:
+            continue
+        if rec.flags & FLAG_RAW:
+            raw += 1
+            continue
+        if not rec.decoded:
+            undecoded += 1
+            continue
+        data = bytes(rec.data)
+        if rec.rpc_flag & RESPONSE_FLAG:
+            key = (rec.conn_id, 1 - rec.direction, rec.opaque)
+            found = pending.pop(key, None)
+            if found is None:
+                continue
+            step, req_code, req_ns = found
+            if rec.direction == DIR_TO_SERVER:
+                conn.client_answers.setdefault(req_code, []).append(data)
+                continue
+            try:
+                cmd = decode_command(data[4:])
+            except CodecError:
+                undecoded += 1
+                continue
+            assert step is not None
+            step.answer = Answer(int(cmd.code), cmd.remark, rec.mono_ns - req_ns, data)
+            if (
+                cmd.code == ResponseCode.SUCCESS
+                and cmd.body
+                and req_code
+                in (
+                    RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                    RequestCode.GET_BROKER_CLUSTER_INFO,
+                )
+            ):
+                broker_names.update(_route_brokers(cmd.body))
+            if req_code in SEND_CODES or req_code in PULL_CODES:
+                sends.append((conn.server, step))
+            continue
+        if rec.direction == DIR_TO_CLIENT:  # a broker-initiated request
+            if not rec.rpc_flag & ONEWAY_FLAG:
+                pending[(rec.conn_id, rec.direction, rec.opaque)] = (None, rec.code, rec.mono_ns)
+            continue
+        step = Step(
+            seq=len(conn.steps),
+            offset_ns=rec.mono_ns - first_ns,
+            code=rec.code,
+            oneway=bool(rec.rpc_flag & ONEWAY_FLAG),
+            frame=data,
+        )
+        conn.steps.append(step)
+        if rec.code == RequestCode.HEART_BEAT:
+            try:
+                body = decode_command(data[4:]).body
+            except CodecError:
+                body = None
+            for cid in _client_ids(body or b""):
+                client_ids[cid] = None
+        if not step.oneway:
+            pending[(rec.conn_id, rec.direction, rec.opaque)] = (step, rec.code, rec.mono_ns)
+    plans = [c for c in conns.values() if c.steps]
+    for conn in plans:
+        if not conn.kind:
+            named = conn.server in broker_names
+            conn.kind = (
+                "broker" if named or not any(s.code in NAMESRV_CODES for s in conn.steps) else "namesrv"
+            )
+        if conn.kind == "broker":
+            conn.broker_name = broker_names.get(conn.server)
+    return CapturePlan(
+        connections=plans,
+        broker_names=broker_names,
+        recorded_bases=_recorded_bases(sends, broker_names),
+        client_ids=list(client_ids),
+        duration_ns=last_ns - (first_ns or 0),
+        raw_skipped=raw,
+        undecoded_skipped=undecoded,
+    )
+
+
+def _recorded_bases(sends: list[tuple[str, Step]], broker_names: dict[str, str]) -> dict[QueueKey, int]:
+    bases: dict[QueueKey, int] = {}
+    for server, step in sends:
+        name = broker_names.get(server)
+        if name is None or step.answer is None:
+            continue
+        request = decode_command(step.frame[4:])
+        topic = request.ext("b") or request.ext("topic")
+        if not topic:
+            continue
+        if step.code in PULL_CODES:
+            queue, offset = request.ext("queueId"), request.ext("queueOffset")
+        elif step.answer.code == ResponseCode.SUCCESS:
+            answer = decode_command(step.answer.frame[4:])
+            queue, offset = answer.ext("queueId"), answer.ext("queueOffset")
+        else:
+            continue
+        if queue is None or offset is None:
+            continue
+        try:
+            key = (name, topic, int(queue))
+            value = int(offset)
+        except ValueError:
+            continue
+        if key not in bases or value < bases[key]:
+            bases[key] = value
+    return bases
+
+
+def load_plan(path: str | os.PathLike[str]) -> CapturePlan:
+    """The plan of a capture file (all its segments)."""
+    return plan_records(read_records(path))

@@ -1,0 +1,108 @@
+"""The target before any replay task starts: reachable, its brokers, the offsets translation starts from.
+
+Runs on the driver with blocking sockets over the sans-IO codec. A target that does not answer, or a
+recorded broker the target cannot stand in for, is a :class:`TargetError` before anything is replayed.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from rmqtwin.codec import fastjson
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.command import RemotingCommand, create_request
+from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
+from rmqtwin.codec.errors import CodecError
+from rmqtwin.spark.replay.plan import CapturePlan, QueueKey
+from rmqtwin.spark.replay.translate import ReplayContext
+
+__all__ = ["TargetError", "call", "parse_broker_map", "prepare_context"]
+
+
+class TargetError(RuntimeError):
+    """The target cannot take this replay; the message says what to do."""
+
+
+def call(addr: str, request: RemotingCommand, timeout: float = 10.0) -> RemotingCommand:
+    """One request over a fresh connection; its answer. OSError/CodecError when there is none."""
+    host, _, port = addr.rpartition(":")
+    conn = RemotingConnection(first_opaque=1)
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
+        conn.send_request(request, now=0, timeout=timeout)
+        sock.sendall(conn.data_to_send())
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                raise ConnectionError(f"{addr} closed the connection before answering")
+            for event in conn.receive_data(data):
+                if isinstance(event, ResponseReceived):
+                    return event.command
+
+
+def parse_broker_map(entries: list[str]) -> dict[str, str]:
+    """``NAME=HOST:PORT`` (or ``RECORDED_HOST:PORT=HOST:PORT``) entries as a dict."""
+    mapping: dict[str, str] = {}
+    for entry in entries:
+        name, sep, addr = entry.rpartition("=")
+        if not sep or not name or ":" not in addr:
+            raise TargetError(f"--broker-map {entry!r}: expected NAME=HOST:PORT")
+        mapping[name] = addr
+    return mapping
+
+
+def _cluster_brokers(namesrv: str) -> dict[str, str]:
+    try:
+        answer = call(namesrv, create_request(RequestCode.GET_BROKER_CLUSTER_INFO))
+    except (OSError, CodecError) as exc:
+        raise TargetError(f"target namesrv {namesrv} does not answer: {exc}") from exc
+    if answer.code != ResponseCode.SUCCESS or not answer.body:
+        raise TargetError(f"target namesrv {namesrv} answered cluster info {answer.code}: {answer.remark}")
+    table = fastjson.loads(answer.body).get("brokerAddrTable") or {}
+    brokers: dict[str, str] = {}
+    for name, data in table.items():
+        addrs = data.get("brokerAddrs") or {}
+        master = addrs.get(0, addrs.get("0"))
+        if isinstance(master, str):
+            brokers[str(name)] = master
+    return brokers
+
+
+def _max_offset(broker: str, topic: str, queue: int) -> int:
+    request = create_request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": str(queue)})
+    try:
+        answer = call(broker, request)
+    except (OSError, CodecError) as exc:
+        raise TargetError(f"target broker {broker} does not answer: {exc}") from exc
+    offset = answer.ext("offset")
+    return int(offset) if answer.code == ResponseCode.SUCCESS and offset is not None else 0
+
+
+def prepare_context(plan: CapturePlan, ctx: ReplayContext, broker_map: dict[str, str]) -> None:
+    """Fill ``ctx.brokers`` and the offset bases from the target; name unnamed recorded brokers that
+    ``broker_map`` maps by address. Raises :class:`TargetError` naming what is missing."""
+    brokers = _cluster_brokers(ctx.namesrv)
+    for conn in plan.connections:
+        if conn.kind == "broker" and conn.broker_name is None and conn.server in broker_map:
+            conn.broker_name = conn.server
+    brokers.update(broker_map)
+    missing = plan.unnamed_brokers()
+    if missing:
+        listed = ", ".join(f"{addr} (connection {', '.join(map(str, ids))})" for addr, ids in missing.items())
+        raise TargetError(
+            f"the capture has no route answer naming the recorded brokers {listed}; "
+            "map each with --broker-map RECORDED_HOST:PORT=TARGET_HOST:PORT"
+        )
+    named = {c.broker_name for c in plan.connections if c.broker_name}
+    unknown = sorted(named - set(brokers))
+    if unknown:
+        raise TargetError(
+            f"the target {ctx.namesrv} has no broker named {', '.join(unknown)} "
+            f"(it has {', '.join(sorted(brokers)) or 'none'}); map each with --broker-map NAME=HOST:PORT"
+        )
+    ctx.brokers = brokers
+    ctx.recorded_bases = dict(plan.recorded_bases)
+    ctx.client_ids = list(plan.client_ids)
+    bases: dict[QueueKey, int] = {}
+    for name, topic, queue in plan.recorded_bases:
+        bases[(name, topic, queue)] = _max_offset(brokers[name], ctx.topic(topic), queue)
+    ctx.target_bases = bases

@@ -1,0 +1,238 @@
+"""What keeps a replay meaningful on a target whose state differs from the recorded cluster.
+
+Sends keep body, properties, keys, tags and ``UNIQ_KEY`` (new ones with ``new_ids``); pulls and offset
+commits move from recorded queue offsets to the target's, relative to the first recorded offset per queue;
+END_TRANSACTION points at the replayed half message; client ids get the replay suffix; redacted
+credentials are re-signed. :class:`ReplayContext` is what every task needs (it pickles);
+:class:`ConnectionTranslator` is the state of one replayed connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.command import RemotingCommand
+from rmqtwin.codec.message import (
+    MessageConst,
+    MessageIdError,
+    UniqIdGenerator,
+    decode_offset_msg_id,
+    properties_to_string,
+    string_to_properties,
+)
+from rmqtwin.fakes.broker.acl import ACCESS_KEY, sign_request
+from rmqtwin.spark.replay.plan import SEND_CODES, QueueKey
+
+__all__ = ["ConnectionTranslator", "ReplayContext", "request_queue", "request_topic"]
+
+UNIQ_KEY = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+SYSTEM_TOPIC_PREFIXES = ("%RETRY%", "%DLQ%", "RMQ_SYS_", "TBW102", "SCHEDULE_")
+CLIENT_ID_FIELDS = ("clientID", "clientId", "consumerId")
+OFFSET_FIELDS: dict[int, tuple[str, ...]] = {
+    RequestCode.PULL_MESSAGE: ("queueOffset", "commitOffset"),
+    RequestCode.LITE_PULL_MESSAGE: ("queueOffset", "commitOffset"),
+    RequestCode.UPDATE_CONSUMER_OFFSET: ("commitOffset",),
+}
+
+
+def request_topic(cmd: RemotingCommand) -> str | None:
+    """The topic a request names (``b`` in SEND_MESSAGE_V2's letters)."""
+    if cmd.code in SEND_CODES:
+        return cmd.ext("b") or cmd.ext("topic")
+    return cmd.ext("topic")
+
+
+def request_queue(cmd: RemotingCommand) -> int | None:
+    value = cmd.ext("e") if cmd.code in SEND_CODES and cmd.ext("e") is not None else cmd.ext("queueId")
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+@dataclass(slots=True)
+class ReplayContext:
+    """Everything a task needs besides its connections; built once by the driver."""
+
+    namesrv: str
+    brokers: dict[str, str]
+    """Broker name → target address."""
+    recorded_bases: dict[QueueKey, int] = field(default_factory=dict)
+    target_bases: dict[QueueKey, int] = field(default_factory=dict)
+    client_ids: list[str] = field(default_factory=list)
+    run_id: str = "replay"
+    speed: float | None = 1.0
+    """Recorded time is divided by this; None replays as fast as the target answers (``max``)."""
+    window: int = 128
+    """At ``max`` speed, at most this many requests wait for their answer per connection."""
+    new_ids: bool = False
+    access_key: str | None = None
+    secret_key: str | None = None
+    renames: dict[str, str] = field(default_factory=dict)
+    topic_prefix: str = ""
+    answer_timeout_s: float = 30.0
+    duration_s: float | None = None
+
+    def suffix(self, copy: int) -> str:
+        return f"-{self.run_id}" + (f"-{copy}" if copy else "")
+
+    def topic(self, recorded: str) -> str:
+        if recorded in self.renames:
+            return self.renames[recorded]
+        if self.topic_prefix and not recorded.startswith(
+            ("%RETRY%", "%DLQ%", "RMQ_SYS_", "TBW102", "SCHEDULE_")
+        ):
+            return self.topic_prefix + recorded
+        return recorded
+
+    def translate_offset(self, broker: str | None, topic: str, queue: int, recorded: int) -> int:
+        """``target base + (recorded - first recorded)``; unchanged for a queue the capture never saw."""
+        key = (broker or "", topic, queue)
+        base = self.recorded_bases.get(key)
+        if base is None or recorded < 0:
+            return recorded
+        return max(0, self.target_bases.get(key, 0) + recorded - base)
+
+
+@dataclass(slots=True)
+class _Sent:
+    uniq: str
+    offset_msg_id: str | None
+    queue_offset: str | None
+    transaction_id: str | None
+
+
+class ConnectionTranslator:
+    """Rewrites one connection's recorded requests for the target and learns from its answers."""
+
+    def __init__(self, ctx: ReplayContext, broker: str | None, copy: int) -> None:
+        self.ctx = ctx
+        self.broker = broker
+        self.suffix = ctx.suffix(copy)
+        self._cids = [(cid, cid + self.suffix) for cid in ctx.client_ids]
+        self._body_cids = [(f'"{a}"'.encode(), f'"{b}"'.encode()) for a, b in self._cids]
+        self._new_uniq: dict[str, str] = {}
+        self._uniq_gen = UniqIdGenerator() if ctx.new_ids else None
+        self.half: dict[str, tuple[_Sent, _Sent]] = {}
+        """Recorded UNIQ_KEY of a send → (recorded, replayed) answers, for END_TRANSACTION."""
+        self._sends_seen: set[str] = set()
+
+    # --- outgoing ----------------------------------------------------------------------------------
+
+    def waits(self, cmd: RemotingCommand) -> bool:
+        """Whether ``cmd`` (recorded, not yet rewritten) must wait: an END_TRANSACTION whose half message
+        was sent on this connection and is not answered yet."""
+        if cmd.code != RequestCode.END_TRANSACTION:
+            return False
+        uniq = cmd.ext("msgId")
+        return uniq is not None and uniq in self._sends_seen and uniq not in self.half
+
+    def request(self, cmd: RemotingCommand) -> None:
+        """Rewrite ``cmd`` in place for the target."""
+        ext = cmd.ext_fields
+        if ext is not None:
+            for name in CLIENT_ID_FIELDS:
+                value = ext.get(name)
+                if value is not None and value in self.ctx.client_ids:
+                    ext[name] = value + self.suffix
+            self._translate_offsets(cmd, ext)  # keyed by the recorded topic: before any rename
+            if cmd.code == RequestCode.END_TRANSACTION:
+                self._end_transaction(ext)
+            for name in ("topic", "b") if cmd.code in SEND_CODES else ("topic",):
+                if name in ext:
+                    ext[name] = self.ctx.topic(ext[name])
+            if cmd.code in SEND_CODES and self._uniq_gen is not None:
+                self._mint_ids(ext)
+        if cmd.body and cmd.code not in SEND_CODES:
+            cmd.body = self.with_client_ids(cmd.body)
+
+    def with_client_ids(self, body: bytes) -> bytes:
+        """A JSON body with the recorded client ids given the replay suffix."""
+        for old, new in self._body_cids:
+            body = body.replace(old, new)
+        return body
+
+    def sign(self, cmd: RemotingCommand) -> None:
+        """Re-sign with the replay's credentials a request that was signed when recorded."""
+        if self.ctx.access_key and self.ctx.secret_key and cmd.ext(ACCESS_KEY) is not None:
+            assert cmd.ext_fields is not None
+            cmd.ext_fields.pop("Signature", None)
+            sign_request(cmd, self.ctx.access_key, self.ctx.secret_key)
+
+    def _mint_ids(self, ext: dict[str, str]) -> None:
+        name = "i" if "i" in ext else "properties"
+        props = string_to_properties(ext.get(name))
+        old = props.get(UNIQ_KEY)
+        if not old or self._uniq_gen is None:
+            return
+        new = self._new_uniq.setdefault(old, self._uniq_gen())
+        props[UNIQ_KEY] = new
+        ext[name] = properties_to_string(props, trailing_separator=ext.get(name, "").endswith("\x02"))
+
+    def _translate_offsets(self, cmd: RemotingCommand, ext: dict[str, str]) -> None:
+        fields = OFFSET_FIELDS.get(cmd.code)
+        topic = ext.get("topic")
+        queue = request_queue(cmd)
+        if not fields or topic is None or queue is None:
+            return
+        for name in fields:
+            value = ext.get(name)
+            if value is not None and value.lstrip("-").isdigit():
+                ext[name] = str(self.ctx.translate_offset(self.broker, topic, queue, int(value)))
+
+    def _end_transaction(self, ext: dict[str, str]) -> None:
+        uniq = ext.get("msgId")
+        pair = self.half.get(uniq) if uniq is not None else None
+        if pair is None:  # its half message is not on this connection (or failed): sent as recorded
+            return
+        recorded, replayed = pair
+        ext["msgId"] = replayed.uniq
+        if replayed.offset_msg_id is not None:
+            with contextlib.suppress(MessageIdError):
+                ext["commitLogOffset"] = str(decode_offset_msg_id(replayed.offset_msg_id)[2])
+        if replayed.queue_offset is not None:
+            ext["tranStateTableOffset"] = replayed.queue_offset
+        tid = ext.get("transactionId")
+        if tid is not None:
+            if tid == recorded.transaction_id and replayed.transaction_id is not None:
+                ext["transactionId"] = replayed.transaction_id
+            elif tid == recorded.uniq:
+                ext["transactionId"] = replayed.uniq
+
+    # --- incoming ----------------------------------------------------------------------------------
+
+    def expect_send(self, cmd: RemotingCommand) -> str | None:
+        """Note a recorded send about to go out (before :meth:`request`); its UNIQ_KEY, which an
+        END_TRANSACTION may wait for."""
+        if cmd.code not in SEND_CODES:
+            return None
+        props = string_to_properties(cmd.ext("i") if cmd.ext("i") is not None else cmd.ext("properties"))
+        uniq = props.get(UNIQ_KEY)
+        if uniq is None:
+            return None
+        self._sends_seen.add(uniq)
+        return uniq
+
+    def answered_send(
+        self, recorded_uniq: str, recorded: RemotingCommand | None, replayed: RemotingCommand
+    ) -> None:
+        if replayed.code != ResponseCode.SUCCESS:
+            return
+        self.half[recorded_uniq] = (
+            _sent(recorded_uniq, recorded),
+            _sent(self._new_uniq.get(recorded_uniq, recorded_uniq), replayed),
+        )
+
+    def client_id_free(self, text: str) -> str:
+        """``text`` without this replay's suffix on client ids (to compare with what was recorded)."""
+        for old, new in self._cids:
+            text = text.replace(new, old)
+        return text
+
+
+def _sent(uniq: str, answer: RemotingCommand | None) -> _Sent:
+    if answer is None:
+        return _Sent(uniq, None, None, None)
+    return _Sent(uniq, answer.ext("msgId"), answer.ext("queueOffset"), answer.ext("transactionId"))

@@ -1,0 +1,59 @@
+"""The replay engine without Spark: a capture recorded through the proxy in front of one twin, replayed
+against another twin whose queue already holds other messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rmqtwin.fakes.pytest_plugin import RocketMQFactory
+from rmqtwin.spark.replay.engine import replay_connections
+from rmqtwin.spark.replay.plan import load_plan
+from rmqtwin.spark.replay.target import TargetError, prepare_context
+from rmqtwin.spark.replay.translate import ReplayContext
+from tests.spark import traffic
+
+
+@pytest.fixture(scope="module")
+def recorded(rocketmq_factory: RocketMQFactory, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    twin = rocketmq_factory()
+    try:
+        traffic.create_topic(twin, prefill=1)
+        capture = tmp_path_factory.mktemp("replay") / "small.rmqcap"
+        traffic.record(twin, capture)
+    finally:
+        twin.stop()
+    return capture
+
+
+def test_replay_against_a_twin_with_other_state_gives_the_recorded_answers(
+    recorded: Path, rocketmq_factory: RocketMQFactory
+) -> None:
+    target = rocketmq_factory()
+    traffic.create_topic(target, prefill=3)
+    plan = load_plan(recorded)
+    assert sorted(c.kind for c in plan.connections) == ["broker", "broker", "namesrv"]
+    assert {c.broker_name for c in plan.connections if c.kind == "broker"} == {"broker-a"}
+    ctx = ReplayContext(namesrv=target.namesrv_addr, brokers={}, speed=1.0)
+    prepare_context(plan, ctx, {})
+    assert ctx.target_bases == {("broker-a", traffic.TOPIC, 0): 3}
+    results, queues, _ = replay_connections(plan.connections, ctx)
+    diverging = [(r.code_name, r.verdict, r.detail) for r in results if r.verdict != "same"]
+    assert not diverging
+    assert len(results) == sum(len(c.steps) for c in plan.connections)
+    assert [(q.replayed_messages, q.same_bodies_in_order) for q in queues] == [(5, True)]
+    # the replayed sends landed after the target's own 3; the commit was translated to match
+    assert traffic.max_offset(target) == 8
+    assert traffic.consumer_offset(target) == 8
+    assert {r.code_name: r.normalisers for r in results}["GET_CONSUMER_LIST_BY_GROUP"] == "clientId"
+    timed = [r for r in results if r.actual_ms is not None and r.scheduled_ms is not None]
+    assert len(timed) == len(results)
+    assert all(r.actual_ms >= r.scheduled_ms for r in timed if r.actual_ms and r.scheduled_ms)
+
+
+def test_a_target_that_is_down_is_a_clear_error_before_anything_is_replayed(recorded: Path) -> None:
+    plan = load_plan(recorded)
+    ctx = ReplayContext(namesrv="127.0.0.1:1", brokers={})
+    with pytest.raises(TargetError, match=r"target namesrv 127\.0\.0\.1:1 does not answer"):
+        prepare_context(plan, ctx, {})

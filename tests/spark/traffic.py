@@ -1,0 +1,185 @@
+"""Small recorded captures for the replay tests: a blocking client through the proxy in front of a twin.
+
+The client speaks through the sans-IO codec over plain sockets; what it sends is what a Java client
+sends for the same calls (SEND_MESSAGE_V2 letters, pull flags, heartbeat bodies), small enough to read.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import orjson
+
+from rmqtwin.codec import fastjson
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.command import RemotingCommand, create_request
+from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
+from rmqtwin.codec.message import properties_to_string
+from rmqtwin.fakes.pytest_plugin import RunningTwin
+from rmqtwin.proxy.process import start_proxy
+from rmqtwin.spark.replay.target import call
+
+TOPIC = "ReplayT"
+PRODUCER_GROUP = "replay-pg"
+CONSUMER_GROUP = "replay-cg"
+PRODUCER_ID = "127.0.0.1@4242#replay-producer"
+CONSUMER_ID = "127.0.0.1@4343#replay-consumer"
+
+
+class Client:
+    """One persistent connection; requests may be pipelined, answers collected by opaque."""
+
+    def __init__(self, addr: str) -> None:
+        host, _, port = addr.rpartition(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.conn = RemotingConnection(first_opaque=1)
+        self.answers: dict[int, RemotingCommand] = {}
+
+    def send(self, request: RemotingCommand) -> int:
+        opaque = self.conn.send_request(request, now=0, timeout=60)
+        self.sock.sendall(self.conn.data_to_send())
+        return opaque
+
+    def answer(self, opaque: int) -> RemotingCommand:
+        while opaque not in self.answers:
+            data = self.sock.recv(65536)
+            assert data, "connection closed before the answer"
+            for event in self.conn.receive_data(data):
+                if isinstance(event, ResponseReceived):
+                    self.answers[event.command.opaque] = event.command
+        return self.answers.pop(opaque)
+
+    def call(self, request: RemotingCommand) -> RemotingCommand:
+        return self.answer(self.send(request))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def send_request(body: bytes, queue: int, index: int) -> RemotingCommand:
+    uniq = f"7F0000010001000000000000{index:08X}"
+    props = {"KEYS": f"k{index}", "TAGS": "TagA", "UNIQ_KEY": uniq, "WAIT": "true"}
+    ext = {
+        "a": PRODUCER_GROUP,
+        "b": TOPIC,
+        "c": "TBW102",
+        "d": "4",
+        "e": str(queue),
+        "f": "0",
+        "g": str(1_700_000_000_000 + index),
+        "h": "0",
+        "i": properties_to_string(props, trailing_separator=False),
+        "j": "0",
+        "k": "false",
+        "m": "false",
+    }
+    return create_request(RequestCode.SEND_MESSAGE_V2, ext, body)
+
+
+def pull_request(queue: int, offset: int) -> RemotingCommand:
+    ext = {
+        "consumerGroup": CONSUMER_GROUP,
+        "topic": TOPIC,
+        "queueId": str(queue),
+        "queueOffset": str(offset),
+        "maxMsgNums": "32",
+        "sysFlag": "0",
+        "commitOffset": "0",
+        "suspendTimeoutMillis": "0",
+        "subscription": "*",
+        "subVersion": "0",
+        "expressionType": "TAG",
+    }
+    return create_request(RequestCode.PULL_MESSAGE, ext)
+
+
+def heartbeat(client_id: str, *, consumer: bool) -> RemotingCommand:
+    body: dict[str, object] = {"clientID": client_id, "consumerDataSet": [], "producerDataSet": []}
+    if consumer:
+        body["consumerDataSet"] = [
+            {
+                "groupName": CONSUMER_GROUP,
+                "consumeType": "CONSUME_PASSIVELY",
+                "messageModel": "CLUSTERING",
+                "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET",
+                "subscriptionDataSet": [
+                    {
+                        "classFilterMode": False,
+                        "topic": TOPIC,
+                        "subString": "*",
+                        "tagsSet": [],
+                        "codeSet": [],
+                        "subVersion": 0,
+                        "expressionType": "TAG",
+                    }
+                ],
+                "unitMode": False,
+            }
+        ]
+    else:
+        body["producerDataSet"] = [{"groupName": PRODUCER_GROUP}]
+    return create_request(RequestCode.HEART_BEAT, body=orjson.dumps(body))
+
+
+def create_topic(twin: RunningTwin, prefill: int) -> None:
+    """The test topic (2 queues) with ``prefill`` messages already in queue 0 (so offsets differ)."""
+    create = {
+        "topic": TOPIC,
+        "defaultTopic": "TBW102",
+        "readQueueNums": "2",
+        "writeQueueNums": "2",
+        "perm": "6",
+        "topicFilterType": "SINGLE_TAG",
+    }
+    assert call(twin.broker_addr, create_request(RequestCode.UPDATE_AND_CREATE_TOPIC, create)).code == 0
+    for i in range(prefill):
+        answer = call(twin.broker_addr, send_request(b"old %d" % i, 0, 1000 + i))
+        assert answer.code == ResponseCode.SUCCESS, answer
+
+
+def record(twin: RunningTwin, capture: Path, messages: int = 5) -> None:
+    """Producer then consumer through a proxy in front of ``twin``: route, heartbeats, pipelined sends
+    to queue 0, a pull from the first new offset, an offset commit and its query."""
+    proxy = start_proxy(twin.namesrv_addr, capture)
+    try:
+        namesrv = Client(proxy.namesrv)
+        route = namesrv.call(create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}))
+        assert route.code == ResponseCode.SUCCESS, route
+        addrs = fastjson.loads(route.body or b"")["brokerDatas"][0]["brokerAddrs"]
+        broker = addrs.get(0) or addrs["0"]
+        producer = Client(broker)
+        assert producer.call(heartbeat(PRODUCER_ID, consumer=False)).code == ResponseCode.SUCCESS
+        sent = [producer.send(send_request(b"body %d" % i, 0, i)) for i in range(messages)]
+        offsets = [int(producer.answer(op).ext("queueOffset") or -1) for op in sent]
+        time.sleep(0.2)  # the replay follows recorded time: leave the sends well ahead of the pull
+        consumer = Client(broker)
+        assert consumer.call(heartbeat(CONSUMER_ID, consumer=True)).code == ResponseCode.SUCCESS
+        ids = consumer.call(
+            create_request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": CONSUMER_GROUP})
+        )
+        assert ids.code == ResponseCode.SUCCESS
+        pulled = consumer.call(pull_request(0, offsets[0]))
+        assert pulled.code == ResponseCode.SUCCESS, pulled
+        commit = {"consumerGroup": CONSUMER_GROUP, "topic": TOPIC, "queueId": "0"}
+        commit["commitOffset"] = str(offsets[-1] + 1)
+        assert consumer.call(create_request(RequestCode.UPDATE_CONSUMER_OFFSET, commit)).code == 0
+        query = {"consumerGroup": CONSUMER_GROUP, "topic": TOPIC, "queueId": "0"}
+        assert consumer.call(create_request(RequestCode.QUERY_CONSUMER_OFFSET, query)).code == 0
+        for client in (namesrv, producer, consumer):
+            client.close()
+        time.sleep(0.1)
+    finally:
+        proxy.stop()
+
+
+def consumer_offset(twin: RunningTwin, queue: int = 0) -> int:
+    query = {"consumerGroup": CONSUMER_GROUP, "topic": TOPIC, "queueId": str(queue)}
+    answer = call(twin.broker_addr, create_request(RequestCode.QUERY_CONSUMER_OFFSET, query))
+    return int(answer.ext("offset") or -1)
+
+
+def max_offset(twin: RunningTwin, queue: int = 0) -> int:
+    request = create_request(RequestCode.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": str(queue)})
+    return int(call(twin.broker_addr, request).ext("offset") or -1)
