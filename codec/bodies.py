@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any, Self, TypeVar, Union
 
 from rmqtwin.codec import fastjson
-from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.errors import BodyError
 
 __all__ = [
     "Body",
-    "BodyError",
     "BrokerData",
     "CheckClientRequestBody",
     "ClusterInfo",
@@ -73,10 +72,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-class BodyError(CodecError):
-    """A body that even fastjson's lenient reader would reject (or a broken compressed register body)."""
 
 
 def _wire(name: str, default: Any = None) -> Any:

@@ -33,12 +33,17 @@ import orjson
 
 from rmqtwin.codec.codes import CURRENT_VERSION_4, LanguageCode, RequestCode, ResponseCode, SerializeType
 from rmqtwin.codec.errors import FrameError
-from rmqtwin.codec.frame import encode_frame
+from rmqtwin.codec.frame import (
+    LENGTH_WORD_SIZE,
+    ONEWAY_FLAG,
+    PREFIX_SIZE,
+    RESPONSE_FLAG,
+    encode_frame,
+    split_header,
+)
 from rmqtwin.codec.java import java_hash_map_order
 
 __all__ = [
-    "ONEWAY_FLAG",
-    "RESPONSE_FLAG",
     "JsonDialect",
     "RemotingCommand",
     "create_request",
@@ -49,11 +54,6 @@ __all__ = [
     "encode_header",
     "ext_fields_in_wire_order",
 ]
-
-RESPONSE_FLAG = 1
-"""``flag`` bit 0: the command is a response (``RemotingCommand.RPC_TYPE``)."""
-ONEWAY_FLAG = 2
-"""``flag`` bit 1: the request expects no response (``RemotingCommand.RPC_ONEWAY``)."""
 
 _DEFAULT_MAP_CAPACITY = 16
 
@@ -574,15 +574,10 @@ def decode_command(frame: bytes | bytearray | memoryview) -> RemotingCommand:
     """Decode one frame as :class:`~rmqtwin.codec.frame.FrameDecoder` yields it (no length word)."""
     if type(frame) is not bytes:
         frame = bytes(frame)
-    size = len(frame)
-    if size < 4:
-        raise FrameError(f"frame of {size} bytes has no header-length word")
-    word = _UINT.unpack_from(frame)[0]
-    header_end = 4 + (word & 0xFFFFFF)
-    if header_end > size:
-        raise FrameError(f"decode error, bad header length: {header_end - 4}")
-    body = frame[header_end:] if size > header_end else None
-    if word < 0x1000000:  # JSON
+    serialize_type, header_length = split_header(frame)
+    header_end = LENGTH_WORD_SIZE + header_length
+    body = frame[header_end:] if len(frame) > header_end else None
+    if serialize_type == 0:  # JSON
         raw = frame[4:header_end]
         try:
             header = orjson.loads(raw)
@@ -632,19 +627,19 @@ def decode_command(frame: bytes | bytearray | memoryview) -> RemotingCommand:
             _JSON,
             None,  # keep the wire order of ext_fields
         )
-    if word >> 24 == 1:
-        return _decode_binary(frame, header_end - 4, body)
-    raise FrameError(f"unknown serialize type {word >> 24}")
+    if serialize_type == 1:
+        return _decode_binary(frame, header_length, body)
+    raise FrameError(f"unknown serialize type {serialize_type}")
 
 
 def decode_whole_frame(data: bytes | bytearray | memoryview) -> RemotingCommand:
     """Decode exactly one frame given with its length word (as :func:`encode_command` returns it)."""
-    if len(data) < 8:
+    if len(data) < PREFIX_SIZE:
         raise FrameError(f"{len(data)} bytes cannot hold a frame")
     (length,) = _INT.unpack_from(data, 0)
-    if length != len(data) - 4:
+    if length != len(data) - LENGTH_WORD_SIZE:
         raise FrameError(f"length word {length} does not match the {len(data) - 4} bytes that follow")
-    return decode_command(memoryview(data)[4:])
+    return decode_command(memoryview(data)[LENGTH_WORD_SIZE:])
 
 
 def ext_fields_in_wire_order(cmd: RemotingCommand) -> Sequence[tuple[str, str]]:

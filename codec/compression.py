@@ -24,7 +24,7 @@ from enum import IntEnum
 import lz4.frame
 import zstandard
 
-from rmqtwin.codec.errors import MessageDecodeError
+from rmqtwin.codec.errors import BodyDecompressError
 
 __all__ = [
     "COMPRESSED_FLAG",
@@ -34,7 +34,6 @@ __all__ = [
     "COMPRESSION_ZSTD_TYPE",
     "COMPRESS_MSG_BODY_OVER_HOWMUCH",
     "DEFAULT_COMPRESS_LEVEL",
-    "BodyDecompressError",
     "CompressionType",
     "clear_compressed_flag",
     "compress",
@@ -57,10 +56,6 @@ COMPRESSION_TYPE_COMPARATOR = 0x7 << 8
 COMPRESS_MSG_BODY_OVER_HOWMUCH = 4 * 1024
 #: ``rocketmq.message.compressLevel`` default.
 DEFAULT_COMPRESS_LEVEL = 5
-
-
-class BodyDecompressError(MessageDecodeError):
-    """A body flagged as compressed could not be decompressed (the Java client drops such a message)."""
 
 
 class CompressionType(IntEnum):

@@ -27,15 +27,13 @@ import heapq
 from dataclasses import dataclass
 
 from rmqtwin.codec.command import (
-    ONEWAY_FLAG,
-    RESPONSE_FLAG,
     JsonDialect,
     RemotingCommand,
     decode_command,
     encode_command,
 )
 from rmqtwin.codec.errors import CodecError
-from rmqtwin.codec.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+from rmqtwin.codec.frame import DEFAULT_MAX_FRAME_SIZE, ONEWAY_FLAG, RESPONSE_FLAG, FrameDecoder
 
 __all__ = [
     "Event",

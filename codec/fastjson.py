@@ -26,10 +26,9 @@ from typing import Any
 
 import orjson
 
-from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.errors import FastjsonError
 
 __all__ = [
-    "FastjsonError",
     "ObjectKey",
     "bean_fields",
     "camel_case",
@@ -39,10 +38,6 @@ __all__ = [
     "to_ints",
     "wire_name",
 ]
-
-
-class FastjsonError(CodecError):
-    """The text is not even fastjson-dialect JSON (fastjson would throw ``JSONException``)."""
 
 
 # --------------------------------------------------------------------------------------------- ObjectKey

@@ -40,8 +40,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, Union
 
-from rmqtwin.codec.codes import RequestCode, ResponseCode
-from rmqtwin.codec.errors import HeaderError
+from rmqtwin.codec.codes import RequestCode
+from rmqtwin.codec.errors import HeaderFieldError
 from rmqtwin.codec.fastjson import java_double_str, wire_name
 
 __all__ = [
@@ -86,7 +86,6 @@ __all__ = [
     "GetTopicConfigRequestHeader",
     "GetTopicStatsInfoRequestHeader",
     "GetTopicsByClusterRequestHeader",
-    "HeaderFieldError",
     "HeartbeatRequestHeader",
     "HeartbeatResponseHeader",
     "LockBatchMqRequestHeader",
@@ -148,37 +147,6 @@ def _wire(name: str) -> Any:
 
 def _wire_opt(name: str, default: Any = None) -> Any:
     return field(default=default, metadata={"wire": name})
-
-
-class HeaderFieldError(HeaderError):
-    """A required field is missing or a value does not parse.
-
-    ``response_code`` (SYSTEM_ERROR) and ``remark`` are what the real broker answers in the common case
-    (see the module docstring for the exceptions).
-    """
-
-    def __init__(self, message: str, field: str, remark: str) -> None:
-        super().__init__(message, field)
-        self.response_code = ResponseCode.SYSTEM_ERROR
-        self.remark = remark
-
-    @classmethod
-    def missing(cls, wire: str) -> HeaderFieldError:
-        """A required field ``wire`` is absent: the processor meets a null (an NPE in Java)."""
-        return cls(
-            f"the custom field <{wire}> is null",
-            wire,
-            f"java.lang.NullPointerException, the custom field <{wire}> is null",
-        )
-
-    @classmethod
-    def unparsable(cls, wire: str, text: str) -> HeaderFieldError:
-        """``wire`` holds ``text``, which is not a number of the field's type."""
-        return cls(
-            f"the custom field <{wire}> cannot be parsed: {text!r}",
-            wire,
-            f'java.lang.NumberFormatException: For input string: "{text}"',
-        )
 
 
 # --------------------------------------------------------------------------------------------- machinery

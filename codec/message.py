@@ -44,7 +44,7 @@ from rmqtwin.codec.compression import (
     decompress_body,
     get_compression_type,
 )
-from rmqtwin.codec.errors import CodecError, MessageDecodeError
+from rmqtwin.codec.errors import MessageDecodeError, MessageEncodeError, MessageIdError
 from rmqtwin.codec.java import in_java_hash_map_order, java_string_hash
 
 __all__ = [
@@ -63,9 +63,7 @@ __all__ = [
     "BatchItem",
     "Message",
     "MessageConst",
-    "MessageEncodeError",
     "MessageExt",
-    "MessageIdError",
     "MessageSysFlag",
     "UniqId",
     "UniqIdGenerator",
@@ -226,14 +224,6 @@ class MessageConst:
     #: Legacy commercial delay marker some hooks look at.
     PROPERTY_START_DELIVER_TIME: Final = "__STARTDELIVERTIME"
     KEY_SEPARATOR: Final = " "
-
-
-class MessageEncodeError(CodecError, ValueError):
-    """A message cannot be laid out as a record (topic or properties too long, host/flag mismatch)."""
-
-
-class MessageIdError(CodecError, ValueError):
-    """A msgId string is not valid hex of the expected length."""
 
 
 # --------------------------------------------------------------------------------------------------

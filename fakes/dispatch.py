@@ -19,9 +19,9 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.codec.errors import HeaderFieldError
 from rmqtwin.codec.headers import (
     CommandCustomHeader,
-    HeaderFieldError,
     from_ext_fields,
     header_fields,
     to_ext_fields,

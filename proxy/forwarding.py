@@ -32,11 +32,11 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from rmqtwin.codec.frame import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
 from rmqtwin.listen import listen_vip_pair
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, FLAG_RAW, FLAG_REWRITTEN, Endpoint
 from rmqtwin.proxy.recorder import Recorder
 from rmqtwin.proxy.rewrite import AddressRewriter
-from rmqtwin.proxy.wire import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
 
 __all__ = ["KIND_BROKER", "KIND_HA", "KIND_NAMESRV", "ProxiedConnection", "RecordingProxy", "Upstream"]
 

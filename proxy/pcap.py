@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from rmqtwin.codec.frame import FrameSplitter
 from rmqtwin.proxy.capture import (
     DIR_TO_CLIENT,
     DIR_TO_SERVER,
@@ -36,7 +37,6 @@ from rmqtwin.proxy.capture import (
     frame_record,
     read_records,
 )
-from rmqtwin.proxy.wire import FrameSplitter
 
 __all__ = ["DEFAULT_SERVER_PORTS", "PcapImportStats", "from_pcap", "to_pcap"]
 

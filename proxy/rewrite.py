@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.frame import encode_frame, split_whole_frame
 from rmqtwin.codec.message import MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, store_host_spans
 
 __all__ = ["ADDRESS_HEADER_FIELDS", "MSG_ID_HEADER_FIELDS", "AddressRewriter"]
@@ -75,7 +76,6 @@ def _fields(names: Iterable[str]) -> _Fields:
 _ADDRESS_FIELDS = _fields(ADDRESS_HEADER_FIELDS)
 _MSG_ID_FIELDS = _fields(MSG_ID_HEADER_FIELDS)
 
-_U32 = struct.Struct(">I")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 
@@ -131,7 +131,7 @@ class AddressRewriter:
         The header is re-encoded only when one of its address fields changed; the body's bytes are
         kept apart from the addresses; the length words are recomputed.
         """
-        parts = _split(frame)
+        parts = split_whole_frame(frame)
         if parts is None:
             return None
         serialize_type, header, body = parts
@@ -144,7 +144,7 @@ class AddressRewriter:
     def rewrite_broker_frame(self, frame: bytes) -> bytes | None:
         """A rewritten copy of a whole broker-to-client frame, or ``None`` if unchanged: offset msgIds
         in its header and the store hosts of the records in its body name the proxy's listeners."""
-        parts = _split(frame)
+        parts = split_whole_frame(frame)
         if parts is None:
             return None
         serialize_type, header, body = parts
@@ -162,12 +162,7 @@ class AddressRewriter:
         if new_header is header and new_body is body:
             return None
         self.rewritten_frames += 1
-        out = bytearray()
-        out += _U32.pack(4 + len(new_header) + len(new_body))
-        out += _U32.pack((serialize_type << 24) | len(new_header))
-        out += new_header
-        out += new_body
-        return bytes(out)
+        return encode_frame(new_header, new_body, serialize_type)
 
     def _swap_address_field(self, name: str, value: bytes) -> bytes:
         return self._swap(value, ADDRESS_HEADER_FIELDS[name])
@@ -232,17 +227,6 @@ class AddressRewriter:
                 out = bytearray(body)
             out[start : start + length] = new
         return body if out is None else bytes(out)
-
-
-def _split(frame: bytes) -> tuple[int, bytes, bytes] | None:
-    """(serialize type, header, body) of a whole frame, or ``None`` if its length words disagree."""
-    if len(frame) < 8:
-        return None
-    length, mark = struct.unpack_from(">II", frame, 0)
-    header_len = mark & 0xFFFFFF
-    if length + 4 != len(frame) or header_len > length - 4:
-        return None
-    return mark >> 24, frame[8 : 8 + header_len], frame[8 + header_len :]
 
 
 FieldRewrite = Callable[[str, bytes], bytes]

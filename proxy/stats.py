@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from rmqtwin.codec.codes import request_code_name, response_code_name
+from rmqtwin.codec.frame import ONEWAY_FLAG
 from rmqtwin.proxy.capture import (
     DIR_TO_SERVER,
     FLAG_RAW,
@@ -25,7 +26,7 @@ from rmqtwin.proxy.capture import (
     Record,
     read_records,
 )
-from rmqtwin.proxy.wire import FLAG_ONEWAY, peek_header
+from rmqtwin.proxy.wire import peek_header
 
 __all__ = ["CaptureStats", "Exchange", "format_record", "format_stats", "pair_exchanges", "percentile"]
 
@@ -44,7 +45,7 @@ class Exchange:
 
     @property
     def oneway(self) -> bool:
-        return bool(self.request.rpc_flag & FLAG_ONEWAY)
+        return bool(self.request.rpc_flag & ONEWAY_FLAG)
 
 
 def request_topic(rec: Record) -> str | None:
@@ -68,7 +69,7 @@ def pair_exchanges(records: Iterable[Record]) -> Iterator[Exchange]:
             req = pending.pop((rec.conn_id, 1 - rec.direction, rec.opaque), None)
             if req is not None:
                 yield Exchange(req, rec)
-        elif rec.rpc_flag & FLAG_ONEWAY:
+        elif rec.rpc_flag & ONEWAY_FLAG:
             yield Exchange(rec, None)
         else:
             pending[(rec.conn_id, rec.direction, rec.opaque)] = rec

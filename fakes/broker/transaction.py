@@ -13,7 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec.codes import ResponseCode, version_ordinal
-from rmqtwin.codec.headers import EndTransactionRequestHeader, HeaderFieldError, from_ext_fields
+from rmqtwin.codec.errors import HeaderFieldError
+from rmqtwin.codec.headers import (
+    EndTransactionRequestHeader,
+    from_ext_fields,
+)
 from rmqtwin.codec.message import MessageConst, MessageExt
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from rmqtwin.fakes.dispatch import Channel, response

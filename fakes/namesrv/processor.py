@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.errors import HeaderFieldError
 from rmqtwin.codec.headers import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
@@ -22,7 +23,6 @@ from rmqtwin.codec.headers import (
     GetKVListByNamespaceRequestHeader,
     GetRouteInfoRequestHeader,
     GetTopicsByClusterRequestHeader,
-    HeaderFieldError,
     PutKVConfigRequestHeader,
     QueryDataVersionRequestHeader,
     QueryDataVersionResponseHeader,

@@ -9,12 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmqtwin.codec.errors import MessageDecodeError
+from rmqtwin.codec.errors import MessageDecodeError, MessageEncodeError
 from rmqtwin.codec.message import (
     MESSAGE_MAGIC_CODE_V2,
     BatchItem,
     Message,
-    MessageEncodeError,
     MessageExt,
     decode_batch,
     decode_message_records,

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from rmqtwin.codec import bodies as b
 from rmqtwin.codec.bodies import MessageQueue
+from rmqtwin.codec.errors import BodyError
 from rmqtwin.codec.fastjson import ObjectKey
 from tests.golden.oracle import run_golden
 
@@ -124,9 +125,9 @@ def test_compressed_register_body_layout() -> None:
 
 
 def test_compressed_register_body_errors() -> None:
-    with pytest.raises(b.BodyError):
+    with pytest.raises(BodyError):
         b.RegisterBrokerBody.decode_body(b"not zlib", compressed=True)
-    with pytest.raises(b.BodyError):
+    with pytest.raises(BodyError):
         b.RegisterBrokerBody.decode_body(zlib.compress(struct.pack(">i", 99) + b"{}"), compressed=True)
 
 
@@ -134,7 +135,7 @@ def test_topic_config_line_keeps_attributes_with_spaces() -> None:
     config = b.TopicConfig.decode_line('T 8 8 6 MULTI_TAG {"+message.type":"a b"}')
     assert config.topic_filter_type == "MULTI_TAG"
     assert config.attributes == {"+message.type": "a b"}
-    with pytest.raises(b.BodyError):
+    with pytest.raises(BodyError):
         b.TopicConfig.decode_line("T 8 8")
 
 
@@ -210,7 +211,7 @@ def test_unknown_properties_ignored_and_missing_ones_defaulted() -> None:
 
 def test_bad_bodies_raise_body_error() -> None:
     for bad in (b"{", b"[1]", b'{"queueDatas":{}}', b'{"brokerDatas":[{"brokerAddrs":{"x":"y"}}]}'):
-        with pytest.raises(b.BodyError):
+        with pytest.raises(BodyError):
             b.TopicRouteData.decode(bad)
 
 

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from rmqtwin.codec.compression import (
     COMPRESS_MSG_BODY_OVER_HOWMUCH,
     COMPRESSED_FLAG,
-    BodyDecompressError,
     CompressionType,
     clear_compressed_flag,
     compress,
@@ -24,7 +23,7 @@ from rmqtwin.codec.compression import (
     get_compression_type,
     is_compressed,
 )
-from rmqtwin.codec.errors import CodecError, MessageDecodeError
+from rmqtwin.codec.errors import BodyDecompressError, CodecError, MessageDecodeError
 
 # A body that compresses but is not trivial: 200 KiB, spanning several 64 KiB blocks.
 _BIG = (os.urandom(3000) + b"rocketmq " * 500) * 40

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmqtwin.codec import fastjson
+from rmqtwin.codec.errors import FastjsonError
 from rmqtwin.codec.fastjson import (
-    FastjsonError,
     ObjectKey,
     bean_fields,
     camel_case,

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmqtwin.codec.compression import CompressionType, compress, decompress
-from rmqtwin.codec.errors import CodecError, MessageDecodeError
+from rmqtwin.codec.errors import CodecError, MessageDecodeError, MessageEncodeError, MessageIdError
 from rmqtwin.codec.message import (
     BLANK_MAGIC_CODE,
     CRC32_RESERVED_LEN,
@@ -23,9 +23,7 @@ from rmqtwin.codec.message import (
     MESSAGE_MAGIC_CODE_V2,
     Message,
     MessageConst,
-    MessageEncodeError,
     MessageExt,
-    MessageIdError,
     MessageSysFlag,
     UniqIdGenerator,
     body_crc32,

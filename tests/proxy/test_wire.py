@@ -5,7 +5,11 @@ import struct
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rmqtwin.proxy.wire import FrameSplitter, mask_credentials, peek_header
+from rmqtwin.codec.frame import FrameSplitter
+from rmqtwin.proxy.wire import (
+    mask_credentials,
+    peek_header,
+)
 from tests.proxy.frames import binary_frame, json_frame
 
 # protocol.md §1.4: GET_ROUTEINFO_BY_TOPIC "T", opaque 1, version 409, ROCKETMQ header.
