@@ -47,6 +47,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import random
@@ -296,24 +297,32 @@ def _read_exact(sock: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
+GET_BROKER_RUNTIME_INFO = 28
 GET_BROKER_CLUSTER_INFO = 106
 
 
-def query_cluster_info(namesrv_addr: str, timeout: float = 3.0) -> tuple[int, bytes]:
-    """Send GET_BROKER_CLUSTER_INFO to a name server; return (response code, body).
+def probe(addr: str, code: int, timeout: float = 3.0) -> tuple[int, str | None, bytes]:
+    """Send one header-only request to ``addr``; return (response code, remark, body).
 
     A deliberately tiny blocking client (JSON header, no codec dependency): it is the
     readiness probe, so it must not share bugs with the code under test.
     """
-    host, _, port = namesrv_addr.rpartition(":")
+    host, _, port = addr.rpartition(":")
     with socket.create_connection((host, int(port)), timeout=timeout) as sock:
-        sock.sendall(_encode_request(GET_BROKER_CLUSTER_INFO, opaque=1))
+        sock.sendall(_encode_request(code, opaque=1))
         (length,) = struct.unpack(">I", _read_exact(sock, 4))
         frame = _read_exact(sock, length)
     (word,) = struct.unpack(">I", frame[:4])
     header_len = word & 0xFFFFFF
     header = json.loads(frame[4 : 4 + header_len])
-    return int(header["code"]), frame[4 + header_len :]
+    remark = header.get("remark")
+    return int(header["code"]), None if remark is None else str(remark), frame[4 + header_len :]
+
+
+def query_cluster_info(namesrv_addr: str, timeout: float = 3.0) -> tuple[int, bytes]:
+    """GET_BROKER_CLUSTER_INFO to a name server: (response code, body)."""
+    code, _, body = probe(namesrv_addr, GET_BROKER_CLUSTER_INFO, timeout)
+    return code, body
 
 
 # ---------------------------------------------------------------------------------------------
@@ -595,6 +604,7 @@ class RealRocketMQ:
         self.broker_ports: list[int] = []
         self.store_dirs: list[Path] = []
         self._lock = threading.Lock()
+        self.last_probe_answer: tuple[int, str | None] | None = None
 
     # -- addresses ------------------------------------------------------------------------------
 
@@ -731,6 +741,19 @@ class RealRocketMQ:
             return body is not None and all(addr in body for addr in wanted)
 
         self._wait(registered, deadline, "every broker to register with the name server")
+        # Registered is not ready: a broker registers within a second of starting its store, while
+        # StoreStatsService takes its first sample one second after it starts, and until then
+        # GET_BROKER_RUNTIME_INFO (mqadmin brokerStatus, clusterList) fails in getPutTps with
+        # SYSTEM_ERROR "java.util.NoSuchElementException" (LinkedList.getLast of an empty list;
+        # 4.9.7 and 5.5.0 alike).
+        for addr in self.broker_addrs:
+            self.last_probe_answer = None
+            self._wait(
+                functools.partial(self._answers_runtime_info, addr),
+                deadline,
+                f"broker {addr} to answer GET_BROKER_RUNTIME_INFO with SUCCESS (its store stats sampled)",
+                last=lambda: f"last answer (code, remark): {self.last_probe_answer}",
+            )
         for broker in self.brokers:
             lower_busy_thread_priority(broker.process.pid)
 
@@ -741,10 +764,20 @@ class RealRocketMQ:
             return None
         return body if code == 0 else None
 
+    def _answers_runtime_info(self, broker_addr: str) -> bool:
+        try:
+            code, remark, _ = probe(broker_addr, GET_BROKER_RUNTIME_INFO, timeout=2.0)
+        except (OSError, ValueError, struct.error):
+            return False
+        self.last_probe_answer = (code, remark)
+        return code == 0
+
     def _processes(self) -> list[JavaProcess]:
         return [*self.brokers, *([self.namesrv] if self.namesrv else [])]
 
-    def _wait(self, ready: Callable[[], bool], deadline: float, what: str) -> None:
+    def _wait(
+        self, ready: Callable[[], bool], deadline: float, what: str, last: Callable[[], str] | None = None
+    ) -> None:
         while time.monotonic() < deadline:
             for proc in self._processes():
                 if not proc.alive():
@@ -757,7 +790,8 @@ class RealRocketMQ:
             time.sleep(0.2)
         raise RealRocketMQError(
             f"RocketMQ {self.version.server}: timed out after {self.start_timeout:.0f}s waiting for {what}\n"
-            f"{self.log_tail()}"
+            + (f"{last()}\n" if last is not None else "")
+            + self.log_tail()
         )
 
     def log_tail(self, lines: int = 40) -> str:

@@ -75,12 +75,15 @@ def test_cli_overrides_parse_key_value() -> None:
         cli._parse_overrides(["novalue"])
 
 
-def _serve_once(server: socket.socket, reply_body: bytes, seen: list[bytes]) -> None:
+def _serve_once(
+    server: socket.socket, reply_body: bytes, seen: list[bytes], answer: dict[str, object] | None = None
+) -> None:
     conn, _ = server.accept()
     with conn:
         (length,) = struct.unpack(">I", launcher._read_exact(conn, 4))
         seen.append(launcher._read_exact(conn, length))
-        header = json.dumps({"code": 0, "flag": 1, "language": "JAVA", "opaque": 1, "version": 397}).encode()
+        fields = answer or {"code": 0}
+        header = json.dumps({**fields, "flag": 1, "language": "JAVA", "opaque": 1, "version": 397}).encode()
         frame = struct.pack(">I", len(header)) + header + reply_body
         conn.sendall(struct.pack(">I", len(frame)) + frame)
 
@@ -102,3 +105,29 @@ def test_query_cluster_info_frames_a_json_request_and_splits_the_answer() -> Non
     assert header["code"] == launcher.GET_BROKER_CLUSTER_INFO
     assert header["language"] == "JAVA"
     assert len(seen[0]) == 4 + (word & 0xFFFFFF)  # no body
+
+
+# What a just-registered 4.9.7 broker answered in CI before its store stats had a sample.
+NOT_SAMPLED = {
+    "code": 1,
+    "remark": "java.util.NoSuchElementException, org.apache.rocketmq.store.StoreStatsService.getPutTps",
+}
+
+
+@pytest.mark.parametrize(("answer", "ready"), [(NOT_SAMPLED, False), ({"code": 0}, True)])
+def test_a_broker_is_ready_only_once_runtime_info_answers_success(
+    answer: dict[str, object], ready: bool
+) -> None:
+    seen: list[bytes] = []
+    rmq = RealRocketMQ("4.9")
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        thread = threading.Thread(target=_serve_once, args=(server, b"{}", seen, answer))
+        thread.start()
+        got = rmq._answers_runtime_info(f"127.0.0.1:{server.getsockname()[1]}")
+        thread.join(5)
+    assert got is ready
+    assert rmq.last_probe_answer == (answer["code"], answer.get("remark"))
+    (word,) = struct.unpack(">I", seen[0][:4])
+    assert json.loads(seen[0][4 : 4 + (word & 0xFFFFFF)])["code"] == launcher.GET_BROKER_RUNTIME_INFO
