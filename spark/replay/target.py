@@ -80,11 +80,9 @@ def _max_offset(broker: str, topic: str, queue: int) -> int:
 def prepare_context(plan: CapturePlan, ctx: ReplayContext, broker_map: dict[str, str]) -> None:
     """Fill ``ctx.brokers`` and the offset bases from the target; name unnamed recorded brokers that
     ``broker_map`` maps by address. Raises :class:`TargetError` naming what is missing."""
-    brokers = _cluster_brokers(ctx.namesrv)
     for conn in plan.connections:
         if conn.kind == "broker" and conn.broker_name is None and conn.server in broker_map:
             conn.broker_name = conn.server
-    brokers.update(broker_map)
     missing = plan.unnamed_brokers()
     if missing:
         listed = ", ".join(f"{addr} (connection {', '.join(map(str, ids))})" for addr, ids in missing.items())
@@ -92,6 +90,8 @@ def prepare_context(plan: CapturePlan, ctx: ReplayContext, broker_map: dict[str,
             f"the capture has no route answer naming the recorded brokers {listed}; "
             "map each with --broker-map RECORDED_HOST:PORT=TARGET_HOST:PORT"
         )
+    brokers = _cluster_brokers(ctx.namesrv)
+    brokers.update(broker_map)
     named = {c.broker_name for c in plan.connections if c.broker_name}
     unknown = sorted(named - set(brokers))
     if unknown:

@@ -3,28 +3,21 @@ against another twin whose queue already holds other messages."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from rmqtwin.fakes.pytest_plugin import RocketMQFactory
-from rmqtwin.spark.replay.engine import replay_connections
+from rmqtwin.spark.replay.engine import RequestResult, replay_connections
 from rmqtwin.spark.replay.plan import load_plan
 from rmqtwin.spark.replay.target import TargetError, prepare_context
 from rmqtwin.spark.replay.translate import ReplayContext
 from tests.spark import traffic
+from tests.spark.traffic import recorded
 
-
-@pytest.fixture(scope="module")
-def recorded(rocketmq_factory: RocketMQFactory, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    twin = rocketmq_factory()
-    try:
-        traffic.create_topic(twin, prefill=1)
-        capture = tmp_path_factory.mktemp("replay") / "small.rmqcap"
-        traffic.record(twin, capture)
-    finally:
-        twin.stop()
-    return capture
+__all__ = ["recorded"]  # the fixture
 
 
 def test_replay_against_a_twin_with_other_state_gives_the_recorded_answers(
@@ -57,3 +50,31 @@ def test_a_target_that_is_down_is_a_clear_error_before_anything_is_replayed(reco
     ctx = ReplayContext(namesrv="127.0.0.1:1", brokers={})
     with pytest.raises(TargetError, match=r"target namesrv 127\.0\.0\.1:1 does not answer"):
         prepare_context(plan, ctx, {})
+
+
+def test_a_target_dying_mid_replay_fails_the_affected_connections_and_the_replay_ends(
+    recorded: Path, rocketmq_factory: RocketMQFactory
+) -> None:
+    target = rocketmq_factory()
+    traffic.create_topic(target, prefill=0)
+    plan = load_plan(recorded)
+    # at 1/20 speed the consumer's first request is due seconds after the producer's last answer
+    ctx = ReplayContext(namesrv=target.namesrv_addr, brokers={}, speed=0.05, answer_timeout_s=10)
+    prepare_context(plan, ctx, {})
+    box: list[tuple[list[RequestResult], object, object]] = []
+    thread = threading.Thread(target=lambda: box.append(replay_connections(plan.connections, ctx)))
+    thread.start()
+    deadline = time.monotonic() + 60
+    while traffic.max_offset(target) < 5:  # every replayed send is stored
+        assert time.monotonic() < deadline and thread.is_alive()
+        time.sleep(0.05)
+    target.stop()
+    thread.join(60)
+    assert not thread.is_alive(), "the replay hung on a dead target"
+    results = box[0][0]
+    by_code = {(r.code_name, r.verdict) for r in results}
+    assert ("SEND_MESSAGE_V2", "same") in by_code
+    lost = [r for r in results if r.code_name in ("PULL_MESSAGE", "UPDATE_CONSUMER_OFFSET")]
+    assert lost and {r.verdict for r in lost} == {"not-replayed"}
+    assert all("closed the connection" in r.detail or "lost" in r.detail for r in lost)
+    assert len(results) == sum(len(c.steps) for c in plan.connections)

@@ -11,13 +11,14 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand, create_request
 from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
 from rmqtwin.codec.message import properties_to_string
-from rmqtwin.fakes.pytest_plugin import RunningTwin
+from rmqtwin.fakes.pytest_plugin import RocketMQFactory, RunningTwin
 from rmqtwin.proxy.process import start_proxy
 from rmqtwin.spark.replay.target import call
 
@@ -183,3 +184,16 @@ def consumer_offset(twin: RunningTwin, queue: int = 0) -> int:
 def max_offset(twin: RunningTwin, queue: int = 0) -> int:
     request = create_request(RequestCode.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": str(queue)})
     return int(call(twin.broker_addr, request).ext("offset") or -1)
+
+
+@pytest.fixture(scope="session")
+def recorded(rocketmq_factory: RocketMQFactory, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small capture of :func:`record`, recorded once in front of a twin that held one message."""
+    twin = rocketmq_factory()
+    try:
+        create_topic(twin, prefill=1)
+        capture = tmp_path_factory.mktemp("replay") / "small.rmqcap"
+        record(twin, capture)
+    finally:
+        twin.stop()
+    return capture

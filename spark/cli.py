@@ -1,0 +1,99 @@
+"""``rmqtwin spark …``: the PySpark jobs. Imports stay cheap here; pyspark loads inside the handlers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    spark = subparsers.add_parser("spark", help="PySpark jobs over captures")
+    sub = spark.add_subparsers(dest="spark_command", metavar="JOB", required=True)
+    replay = sub.add_parser(
+        "replay",
+        help="replay a capture against a target and compare every answer with the recorded one",
+        description=(
+            "Each recorded client connection becomes a connection to the target (namesrv connections to "
+            "NAMESRV_ADDR, broker connections to the target broker of the same name); requests go at their "
+            "recorded offset divided by --speed, answers are compared with the recorded ones. Writes "
+            "OUT/requests/*.parquet, OUT/summary.json and OUT/report.html."
+        ),
+    )
+    replay.add_argument("input", metavar="INPUT", help="a capture (rmqtwin proxy --capture FILE)")
+    replay.add_argument("--target", required=True, metavar="NAMESRV_ADDR", help="the target's namesrv")
+    replay.add_argument("--out", required=True, metavar="DIR")
+    replay.add_argument("--speed", default="1", help="1, 10, any factor, or max (as fast as answered)")
+    replay.add_argument("--scale", type=int, default=1, help="replay K copies of every connection")
+    replay.add_argument("--duration", type=float, metavar="S", help="replay at most S seconds of schedule")
+    replay.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="CODE|TOPIC|GROUP",
+        help="replay only these (repeatable)",
+    )
+    names = replay.add_mutually_exclusive_group()
+    names.add_argument("--topic-prefix", default="", metavar="P", help="replay topic T as PT")
+    names.add_argument(
+        "--rename-topic", action="append", default=[], metavar="A=B", help="replay topic A as B"
+    )
+    replay.add_argument(
+        "--broker-map",
+        action="append",
+        default=[],
+        metavar="NAME=HOST:PORT",
+        help="target of a recorded broker (by name, or by recorded HOST:PORT when no route answer names it)",
+    )
+    replay.add_argument("--master", help="Spark master URL (default local[2])")
+    replay.add_argument("--new-ids", action="store_true", help="mint new UNIQ_KEYs for replayed sends")
+    replay.add_argument("--access-key", help="re-sign requests that were signed (redacted in the capture)")
+    replay.add_argument("--secret-key")
+    replay.add_argument("--timeout", type=float, default=30.0, help="seconds an answer may take")
+    replay.set_defaults(handler=_replay)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from rmqtwin.proxy.capture import CaptureFormatError
+    from rmqtwin.spark.replay.job import ReplayOptions, run_replay
+    from rmqtwin.spark.replay.target import TargetError
+
+    try:
+        speed = None if args.speed == "max" else float(args.speed)
+    except ValueError:
+        print(f"rmqtwin spark replay: --speed {args.speed!r}: a number or max", file=sys.stderr)
+        return 2
+    renames = {}
+    for entry in args.rename_topic:
+        old, sep, new = entry.partition("=")
+        if not sep or not old or not new:
+            print(f"rmqtwin spark replay: --rename-topic {entry!r}: expected A=B", file=sys.stderr)
+            return 2
+        renames[old] = new
+    options = ReplayOptions(
+        input=args.input,
+        target=args.target,
+        out=args.out,
+        speed=speed,
+        scale=args.scale,
+        duration=args.duration,
+        only=tuple(args.only),
+        topic_prefix=args.topic_prefix,
+        renames=renames,
+        broker_map=list(args.broker_map),
+        master=args.master,
+        new_ids=args.new_ids,
+        access_key=args.access_key,
+        secret_key=args.secret_key,
+        answer_timeout=args.timeout,
+    )
+    try:
+        summary = run_replay(options, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    except (TargetError, CaptureFormatError, FileNotFoundError) as exc:
+        print(f"rmqtwin spark replay: {exc}", file=sys.stderr)
+        return 1
+    print(summary.verdict_line())
+    print(f"report: {summary.out}/report.html")
+    return 0 if summary.verdict_line().startswith("REPLAY SAME") else 3

@@ -1,0 +1,167 @@
+"""The replay's HTML report: one verdict line, the plots people would rather see than read, divergences.
+
+Plots are matplotlib PNGs inlined as data URIs, so the report is one self-contained file. Read from the
+Parquet rows the tasks wrote.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from rmqtwin.spark.replay.job import ReplaySummary
+
+__all__ = ["lateness_percentiles", "write_report"]
+
+_LOST = ("failed", "no-answer", "not-replayed")
+
+
+def _png(fig: object) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")  # type: ignore[attr-defined]
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)  # type: ignore[arg-type]
+    return '<img alt="plot" src="data:image/png;base64,' + base64.b64encode(buf.getvalue()).decode() + '">'
+
+
+def lateness_percentiles(rows: pd.DataFrame) -> tuple[float, float] | None:
+    """(p50, p99) of actual minus scheduled issue time in ms, None when nothing had a schedule (``max``)."""
+    timed = rows.dropna(subset=["scheduled_ms", "actual_ms"])
+    if timed.empty:
+        return None
+    late = (timed["actual_ms"] - timed["scheduled_ms"]).clip(lower=0)
+    return float(late.quantile(0.5)), float(late.quantile(0.99))
+
+
+def _rate_plot(rows: pd.DataFrame) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    issued = rows["actual_ms"].dropna() / 1000
+    fig, ax = plt.subplots(figsize=(8, 3))
+    if issued.empty:
+        ax.text(0.5, 0.5, "nothing was issued", ha="center")
+        return _png(fig)
+    end = max(float(issued.max()), float((rows["scheduled_ms"].dropna() / 1000).max() or 0)) + 1e-3
+    width = max(end / 60, 0.01)
+    bins = np.arange(0, end + width, width).tolist()
+    ax.hist(issued, bins=bins, histtype="step", label="achieved", linewidth=1.5)
+    scheduled = rows["scheduled_ms"].dropna() / 1000
+    if not scheduled.empty:
+        ax.hist(scheduled, bins=bins, histtype="step", label="requested", linestyle="--")
+    ax.set_xlabel("seconds after the start")
+    ax.set_ylabel(f"requests per {width:.2f} s")
+    ax.set_title("Achieved vs requested rate")
+    ax.legend()
+    return _png(fig)
+
+
+def _latency_plot(rows: pd.DataFrame) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    answered = rows.dropna(subset=["recorded_latency_ms", "replayed_latency_ms"])
+    by_code = answered.groupby("code_name")[["recorded_latency_ms", "replayed_latency_ms"]].median()
+    fig, ax = plt.subplots(figsize=(8, max(2.5, 0.35 * len(by_code) + 1)))
+    if by_code.empty:
+        ax.text(0.5, 0.5, "no request was answered in both", ha="center")
+        return _png(fig)
+    by_code = by_code.sort_index()
+    ys = range(len(by_code))
+    ax.barh([y - 0.2 for y in ys], by_code["recorded_latency_ms"], height=0.4, label="recorded")
+    ax.barh([y + 0.2 for y in ys], by_code["replayed_latency_ms"], height=0.4, label="replayed")
+    ax.set_yticks(list(ys), list(by_code.index))
+    ax.set_xlabel("median latency, ms")
+    ax.set_title("Latency recorded vs replayed per request code")
+    ax.legend()
+    return _png(fig)
+
+
+def _table(headers: list[str], rows: Sequence[Sequence[object]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def write_report(summary: ReplaySummary, path: Path, *, speed: float | None) -> None:
+    import pandas as pd
+
+    parts = sorted(Path(summary.out, "requests").glob("part-*.parquet"))
+    rows = pd.concat([pd.read_parquet(p) for p in parts]) if parts else pd.DataFrame()
+    verdict = summary.verdict_line()
+    sections = [f'<h1 id="verdict">{html.escape(verdict)}</h1>']
+    late = lateness_percentiles(rows) if not rows.empty else None
+    facts: list[list[object]] = [
+        ["requests", summary.requests],
+        ["connections", summary.connections],
+        ["speed", "max" if speed is None else f"{speed:g}x"],
+        ["wall time", f"{summary.wall_s:.1f} s"],
+        ["lateness p50 / p99", "n/a (max speed)" if late is None else f"{late[0]:.2f} ms / {late[1]:.2f} ms"],
+        ["RAW records skipped", summary.raw_skipped],
+        ["undecodable records skipped", summary.undecoded_skipped],
+    ]
+    facts += [[f"verdict {name}", count] for name, count in sorted(summary.verdicts.items())]
+    sections.append(_table(["", ""], facts))
+    if not rows.empty:
+        sections.append(_rate_plot(rows))
+        sections.append(_latency_plot(rows))
+        diverging = rows[rows["verdict"] == "differs"]
+        groups = []
+        for (code, detail), group in diverging.groupby(["code_name", "detail"]):
+            first = group.iloc[0]
+            groups.append([code, detail, len(group), f"connection {first['conn_id']} request {first['seq']}"])
+        groups.sort(key=lambda g: -int(str(g[2])))
+        sections.append("<h2>Divergences by code and remark</h2>")
+        sections.append(
+            _table(["code", "what differs", "count", "example"], groups) if groups else "<p>none</p>"
+        )
+        lost = rows[rows["verdict"].isin(_LOST)]
+        sections.append("<h2>Not replayed or not answered</h2>")
+        if lost.empty:
+            sections.append("<p>none</p>")
+        else:
+            counted = lost.groupby(["verdict", "detail"]).size().reset_index(name="count")
+            sections.append(_table(["verdict", "why", "count"], counted.values.tolist()))
+    if summary.queues:
+        sections.append("<h2>Pulled messages per queue</h2>")
+        sections.append(
+            _table(
+                ["group", "topic", "queue", "recorded", "replayed", "same bodies in order"],
+                [
+                    [
+                        q["group"],
+                        q["topic"],
+                        q["queue_id"],
+                        q["recorded_messages"],
+                        q["replayed_messages"],
+                        q["same_bodies_in_order"],
+                    ]
+                    for q in summary.queues
+                ],
+            )
+        )
+    if summary.broker_requests:
+        sections.append("<h2>Requests the target sent to replayed clients</h2>")
+        sections.append(_table(["code", "count"], sorted(summary.broker_requests.items())))
+    style = (
+        "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
+    )
+    page = (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>rmqtwin replay</title>"
+        f"<style>{style}</style></head><body>{''.join(sections)}</body></html>"
+    )
+    path.write_text(page, encoding="utf-8")

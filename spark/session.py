@@ -1,0 +1,37 @@
+"""The one way this project builds a SparkSession: loopback-bound, the venv's Python in the workers."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+__all__ = ["spark_session"]
+
+
+def spark_session(
+    master: str | None = None, *, app_name: str = "rmqtwin", partitions: int = 2
+) -> SparkSession:
+    """A session on ``master`` (default ``local[2]``); drivers and local executors bind 127.0.0.1, and
+    executors start this interpreter (a bare ``python3`` from PATH lacks pyarrow and rmqtwin)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = (
+        SparkSession.builder.master(master or "local[2]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", str(partitions))
+        .config("spark.default.parallelism", str(partitions))
+        .config("spark.driver.memory", "1g")
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.speculation", "false")
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

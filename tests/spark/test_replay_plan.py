@@ -1,0 +1,144 @@
+"""Replay planning, translation and comparison on hand-made captures: no sockets, no Spark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.command import RESPONSE_FLAG, RemotingCommand, create_response, decode_command
+from rmqtwin.codec.message import create_offset_msg_id
+from rmqtwin.proxy.capture import (
+    DIR_TO_CLIENT,
+    DIR_TO_SERVER,
+    FLAG_RAW,
+    CaptureWriter,
+    Endpoint,
+    frame_record,
+)
+from rmqtwin.spark.replay.compare import compare_answers
+from rmqtwin.spark.replay.plan import load_plan
+from rmqtwin.spark.replay.target import TargetError, prepare_context
+from rmqtwin.spark.replay.translate import ConnectionTranslator, ReplayContext
+from tests.proxy.frames import json_frame
+
+CLIENT = Endpoint("127.0.0.1", 50000)
+BROKER = Endpoint("10.0.0.7", 10911)
+
+
+def _write(path: Path, frames: list[tuple[int, int, bytes, int]]) -> None:
+    """(direction, ms, frame, flags) records of connection 1."""
+    with CaptureWriter(path) as writer:
+        for direction, ms, frame, flags in frames:
+            writer.write(
+                frame_record(
+                    direction=direction,
+                    mono_ns=ms * 1_000_000,
+                    wall_ns=0,
+                    conn_id=1,
+                    client=CLIENT,
+                    server=BROKER,
+                    frame=frame,
+                    flags=flags,
+                )
+            )
+
+
+def test_raw_records_are_counted_broker_requests_keep_their_recorded_answers(tmp_path: Path) -> None:
+    capture = tmp_path / "c.rmqcap"
+    _write(
+        capture,
+        [
+            (DIR_TO_SERVER, 0, json_frame(RequestCode.HEART_BEAT, 1, body=b'{"clientID":"c1"}'), 0),
+            (DIR_TO_CLIENT, 1, json_frame(ResponseCode.SUCCESS, 1, flag=RESPONSE_FLAG), 0),
+            (
+                DIR_TO_CLIENT,
+                5,
+                json_frame(RequestCode.GET_CONSUMER_RUNNING_INFO, 9, ext={"consumerGroup": "g"}),
+                0,
+            ),
+            (DIR_TO_SERVER, 6, json_frame(ResponseCode.SUCCESS, 9, flag=RESPONSE_FLAG, body=b'{"x":1}'), 0),
+            (DIR_TO_SERVER, 7, b"\x16\x03\x01 not a frame", FLAG_RAW),
+        ],
+    )
+    plan = load_plan(capture)
+    assert plan.raw_skipped == 1
+    [conn] = plan.connections
+    assert [s.code for s in conn.steps] == [RequestCode.HEART_BEAT]
+    assert conn.steps[0].answer is not None and conn.steps[0].answer.latency_ns == 1_000_000
+    assert plan.client_ids == ["c1"]
+    [answer] = conn.client_answers[RequestCode.GET_CONSUMER_RUNNING_INFO]
+    assert decode_command(answer[4:]).body == b'{"x":1}'
+    # no route answer names 10.0.0.7:10911: the error names it, before the target is asked anything
+    with pytest.raises(TargetError, match=r"10\.0\.0\.7:10911 \(connection 1\).*--broker-map"):
+        prepare_context(plan, ReplayContext(namesrv="127.0.0.1:1", brokers={}), {})
+
+
+def test_end_transaction_points_at_the_replayed_half_message() -> None:
+    ctx = ReplayContext(namesrv="n:1", brokers={}, client_ids=["c1"])
+    translator = ConnectionTranslator(ctx, "broker-a", 0)
+    props = "UNIQ_KEY\x01U1\x02TRAN_MSG\x01true\x02"
+    half = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields={"b": "T", "e": "0", "i": props})
+    end = RemotingCommand(
+        code=RequestCode.END_TRANSACTION,
+        ext_fields={
+            "msgId": "U1",
+            "commitLogOffset": "100",
+            "tranStateTableOffset": "4",
+            "producerGroup": "p",
+        },
+    )
+    assert translator.expect_send(half) == "U1"
+    assert translator.waits(end)  # its half message is not answered yet
+    recorded = create_response(half, ResponseCode.SUCCESS, ext_fields={"msgId": "OLD", "queueOffset": "4"})
+    new_offset_id = create_offset_msg_id(("127.0.0.1", 10911), 5555)
+    replayed = create_response(
+        half, ResponseCode.SUCCESS, ext_fields={"msgId": new_offset_id, "queueOffset": "9"}
+    )
+    translator.answered_send("U1", recorded, replayed)
+    assert not translator.waits(end)
+    translator.request(end)
+    assert end.ext_fields == {
+        "msgId": "U1",
+        "commitLogOffset": "5555",
+        "tranStateTableOffset": "9",
+        "producerGroup": "p",
+    }
+
+
+def test_pull_and_commit_offsets_move_to_the_target_queue_and_client_ids_get_the_suffix() -> None:
+    ctx = ReplayContext(
+        namesrv="n:1",
+        brokers={},
+        recorded_bases={("broker-a", "T", 1): 100},
+        target_bases={("broker-a", "T", 1): 7},
+        client_ids=["c1"],
+        run_id="r1",
+    )
+    translator = ConnectionTranslator(ctx, "broker-a", 2)
+    pull = RemotingCommand(
+        code=RequestCode.PULL_MESSAGE,
+        ext_fields={"topic": "T", "queueId": "1", "queueOffset": "103", "commitOffset": "101"},
+    )
+    translator.request(pull)
+    assert (pull.ext("queueOffset"), pull.ext("commitOffset")) == ("10", "8")
+    beat = RemotingCommand(code=RequestCode.HEART_BEAT, body=b'{"clientID":"c1"}')
+    translator.request(beat)
+    assert beat.body == b'{"clientID":"c1-r1-2"}'
+
+
+def test_comparison_names_the_normalisers_it_used_and_the_differences_it_kept() -> None:
+    request = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2)
+    recorded = create_response(
+        request, ResponseCode.SUCCESS, ext_fields={"msgId": "A" * 32, "queueOffset": "4", "queueId": "0"}
+    )
+    replayed = create_response(
+        request, ResponseCode.SUCCESS, ext_fields={"msgId": "B" * 32, "queueOffset": "9", "queueId": "0"}
+    )
+    same = compare_answers(RequestCode.SEND_MESSAGE_V2, recorded, replayed, offset_shift=lambda o: o - 5)
+    assert (same.verdict, same.normalisers) == ("same", ["offsetMsgId", "queueOffset"])
+    busy = create_response(request, ResponseCode.SYSTEM_BUSY, remark="[REJECTREQUEST]system busy")
+    differs = compare_answers(RequestCode.SEND_MESSAGE_V2, recorded, busy)
+    assert differs.verdict == "differs"
+    assert differs.detail.startswith("code SUCCESS → SYSTEM_BUSY; remark None → '[REJECTREQUEST]system busy'")
