@@ -15,6 +15,21 @@ log = logging.getLogger(__name__)
 _INT_MAX = 0x7FFFFFFF
 
 
+class PathOutsideStoreError(ValueError):
+    """A topic or queue name that would put a consume-queue directory outside the store's root."""
+
+
+def queue_dir_inside(store_path: str, topic: str, queue_id: int) -> str:
+    """``store_path/topic/queue_id``, refused unless it resolves to a directory strictly inside
+    ``store_path`` at depth two: whatever the broker let through, the store writes only under its
+    root (names such as ``..``, ``a/b`` or absolute paths never reach the file system)."""
+    root = os.path.realpath(store_path)
+    path = os.path.realpath(os.path.join(root, topic, str(queue_id)))
+    if os.path.dirname(os.path.dirname(path)) != root or topic in ("", ".", ".."):
+        raise PathOutsideStoreError(f"consume queue {topic!r}/{queue_id} resolves outside {root}")
+    return os.path.join(store_path, topic, str(queue_id))
+
+
 class ConsumeQueue:
     def __init__(
         self, topic: str, queue_id: int, store_path: str, mapped_file_size: int, read_only: bool = False
@@ -22,7 +37,7 @@ class ConsumeQueue:
         self.topic = topic
         self.queue_id = queue_id
         self.mapped_file_size = mapped_file_size - mapped_file_size % CQ_STORE_UNIT_SIZE
-        self.queue_dir = os.path.join(store_path, topic, str(queue_id))
+        self.queue_dir = queue_dir_inside(store_path, topic, queue_id)
         self.mapped_file_queue = MappedFileQueue(self.queue_dir, self.mapped_file_size, read_only=read_only)
         self.max_physic_offset = -1
         self.min_logic_offset = 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rmqtwin.codec.bodies import SubscriptionGroupConfig
+from rmqtwin.fakes.broker.topics import IllegalNameError, validate_group
 from rmqtwin.store_mirror.config import SubscriptionGroupManager
 
 CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
@@ -30,14 +31,22 @@ class SubscriptionGroupTable(SubscriptionGroupManager):
         return self.subscription_group_table
 
     def find(self, group: str) -> SubscriptionGroupConfig | None:
-        """``findSubscriptionGroupConfig``: auto-creates when allowed."""
+        """``findSubscriptionGroupConfig``: auto-creates when allowed and the name is valid (5.x's
+        ``validateGroup``; 4.9.7 creates any name, and a group ``/../../x`` then names a DLQ directory
+        outside the store: the twin refuses it whichever line it emulates)."""
         config = self.subscription_group_table.get(group)
+        if config is None and validate_group(group) is not None:
+            return None
         if config is None and (self.auto_create or group.startswith(CID_RMQ_SYS_PREFIX)):
             config = SubscriptionGroupConfig(group_name=group)
             self.put(config)
         return config
 
     def put(self, config: SubscriptionGroupConfig) -> None:
+        """Add or replace a group; an invalid name raises :class:`IllegalNameError`."""
+        problem = validate_group(config.group_name)
+        if problem is not None:
+            raise IllegalNameError(problem)
         self.update_subscription_group_config(config, persist=False)
         self.on_change()
 

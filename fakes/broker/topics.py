@@ -27,6 +27,8 @@ SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 TOPIC_MAX_LENGTH = 127
+GROUP_MAX_LENGTH = 120
+RETRY_OR_DLQ_TOPIC_MAX_LENGTH = 255
 
 SYSTEM_TOPICS = frozenset(
     {
@@ -53,18 +55,54 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
 )
 
 PERM_PRIORITY, PERM_READ, PERM_WRITE, PERM_INHERIT = 8, 4, 2, 1
-_VALID_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+_VALID_NAME = re.compile(r"[%|a-zA-Z0-9_-]+")
+_ALLOWED = "^[%|a-zA-Z0-9_-]+$"
 
 
-def validate_topic(topic: str | None) -> str | None:
-    """``TopicValidator.validateTopic``: the remark of the failure, or None when the name is valid."""
+def is_topic_or_group_illegal(name: str) -> bool:
+    """``TopicValidator.isTopicOrGroupIllegal``: any character outside ``[%|a-zA-Z0-9_-]``. The whole
+    string must match (a trailing newline is refused, as Java's character table refuses it)."""
+    return _VALID_NAME.fullmatch(name) is None
+
+
+def validate_topic(topic: str | None, *, five: bool = False) -> str | None:
+    """``TopicValidator.validateTopic``: the remark of the failure, or None when the name is valid.
+
+    ``five`` gives 5.x's remarks (which name the topic) and its 255-character limit for retry and DLQ
+    topics; 4.9's are the default. Every topic that becomes a consume-queue directory passes here first.
+    """
     if not topic or not topic.strip():
         return "The specified topic is blank."
-    if not _VALID_TOPIC.match(topic):
-        return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    if len(topic) > TOPIC_MAX_LENGTH:
+    if is_topic_or_group_illegal(topic):
+        if five:
+            return f"The specified topic: {topic}, contains illegal characters, allowing only {_ALLOWED}"
+        return f"The specified topic contains illegal characters, allowing only {_ALLOWED}"
+    if five and topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+        if len(topic) > RETRY_OR_DLQ_TOPIC_MAX_LENGTH:
+            return (
+                f"The specified topic is DLQ or Retry topic: {topic}, and it's longer than topic max "
+                f"length: {RETRY_OR_DLQ_TOPIC_MAX_LENGTH}"
+            )
+    elif len(topic) > TOPIC_MAX_LENGTH:
+        if five:
+            return f"The specified topic: {topic}, is longer than topic max length: {TOPIC_MAX_LENGTH}"
         return "The specified topic is longer than topic max length."
     return None
+
+
+def validate_group(group: str | None) -> str | None:
+    """5.x ``TopicValidator.validateGroup`` (a group name becomes the retry and DLQ topics' names)."""
+    if not group or not group.strip():
+        return "The specified group is blank."
+    if is_topic_or_group_illegal(group):
+        return f"The specified group: {group}, contains illegal characters, allowing only {_ALLOWED}"
+    if len(group) > GROUP_MAX_LENGTH:
+        return f"The specified group: {group}, is longer than group max length: {GROUP_MAX_LENGTH}"
+    return None
+
+
+class IllegalNameError(ValueError):
+    """A topic or group name that must never reach the file system."""
 
 
 def is_system_topic(topic: str) -> bool:
@@ -123,6 +161,11 @@ class TopicTable(TopicConfigManager):
         return self.topic_config_table.get(topic)
 
     def put(self, config: TopicConfig, *, register: bool = True) -> None:
+        """Add or replace a topic; a name ``validate_topic`` refuses raises :class:`IllegalNameError` (the
+        handlers answer before this; it is the last gate before a directory is named after it)."""
+        problem = validate_topic(config.topic_name, five=True)
+        if problem is not None:
+            raise IllegalNameError(problem)
         self.update_topic_config(config, persist=False)
         self.on_change(register)
 
