@@ -1,4 +1,4 @@
-"""``rmqtwin real``: run real Apache RocketMQ (the oracle) or fetch its jars.
+"""``rmqtwin real``: run real Apache RocketMQ (the oracle) or fetch its jars; ``rmqtwin conformance run``.
 
 ``rmqtwin real start [--version 4.9|5] [--namesrv-port N] [--broker-port N] [--store DIR]``
 runs a name server and broker(s) in the foreground, prints their addresses and stops them on
@@ -44,6 +44,41 @@ def register(subparsers: Any) -> None:
     fetch.set_defaults(handler=_fetch)
 
     real.set_defaults(handler=lambda args: real.print_help() or 2)
+
+    conformance = subparsers.add_parser(
+        "conformance", help="the scenario catalog against brokers, compared with a reference"
+    )
+    actions = conformance.add_subparsers(dest="conformance_command", metavar="ACTION")
+    run = actions.add_parser(
+        "run",
+        help="run the catalog with the real Java client; report.html, report.json, junit.xml",
+        description="Runs every scenario on the reference twice and on each other target once, "
+        "compares them (values the two reference runs disagree on are noise) and exits 1 on a difference.",
+    )
+    run.add_argument(
+        "--targets",
+        default="twin,real-5",
+        help="comma-separated: twin, real-5, real-4.9, ns=HOST:PORT (default twin,real-5)",
+    )
+    run.add_argument(
+        "--reference", default=None, help="the target others are compared with (default: the first)"
+    )
+    run.add_argument(
+        "--only", default=None, metavar="PATTERN", help="scenarios whose name matches this regex"
+    )
+    run.add_argument(
+        "--client", default=None, choices=VERSION_CHOICES, help="Java client line (default: the reference's)"
+    )
+    run.add_argument(
+        "--out", default="conformance-report", help="report directory (default ./conformance-report)"
+    )
+    run.set_defaults(handler=_conformance_run)
+    coverage = actions.add_parser(
+        "coverage", help="write the coverage matrix (request codes, broker.conf keys) to docs/coverage.md"
+    )
+    coverage.add_argument("--out", default=None, help="default: docs/coverage.md of this checkout")
+    coverage.set_defaults(handler=_conformance_coverage)
+    conformance.set_defaults(handler=lambda args: conformance.print_help() or 2)
 
 
 def _parse_overrides(items: list[str]) -> dict[str, object]:
@@ -98,3 +133,21 @@ def _fetch(args: argparse.Namespace) -> int:
 
     versions = list(VERSION_CHOICES) if args.version == "all" else [args.version]
     return main_fetch(versions)
+
+
+def _conformance_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rmqtwin.conformance.runner import main_run
+
+    names = [name.strip() for name in args.targets.split(",") if name.strip()]
+    reference = args.reference or names[0]
+    return main_run(names, reference, args.only, args.client, Path(args.out))
+
+
+def _conformance_coverage(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rmqtwin.conformance.coverage import DOCS_COVERAGE, main_coverage
+
+    return main_coverage(Path(args.out) if args.out else DOCS_COVERAGE)

@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from rmqtwin.conformance.runner import SHARED_BROKER_CONF
+
 if TYPE_CHECKING:
     from rmqtwin.conformance.java_client import JavaClient
     from rmqtwin.conformance.launcher import RealRocketMQ
@@ -49,15 +51,8 @@ DEFAULT_VERSIONS = "4.9,5"
 REAL_FIXTURES = frozenset({"real_rocketmq", "real_rocketmq_factory"})
 JAVA_FIXTURES = frozenset({"java_client", "java_client_factory"}) | REAL_FIXTURES
 
-SHARED_BROKER_CONF: dict[str, object] = {
-    # Level n waits n seconds (the default is 1s 5s 10s 30s 1m ...): a consumer's first retry
-    # (level 3) comes back after 3 s, not 10 s.
-    "messageDelayLevel": " ".join(f"{n}s" for n in range(1, 19)),
-    # Half messages without an end are checked back after 2 s, every second (default 6 s / 60 s).
-    "transactionTimeOut": 2000,
-    "transactionCheckInterval": 1000,
-}
-"""broker.conf settings every cluster of ``real_rocketmq_factory`` runs with, on top of the launcher's."""
+# broker.conf settings every cluster of ``real_rocketmq_factory`` runs with, on top of the launcher's:
+# the conformance runner's, so pytest and ``rmqtwin conformance run`` start the same brokers.
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

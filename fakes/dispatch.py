@@ -68,6 +68,11 @@ BeforeDispatch: TypeAlias = Callable[["Channel", "RemotingCommand"], "RemotingCo
 log = Logger(namespace="rmqtwin.fakes")
 
 
+NOT_SET_REMARK = "not set any response code"
+"""The remark of Java's ``RemotingCommand.createResponseCommand(null)``: a handler that only sets the
+code afterwards (``updateAndCreateTopic`` on 4.9.7 and 5.5.0) answers SUCCESS with this remark."""
+
+
 def response(
     code: int = ResponseCode.SUCCESS,
     remark: str | None = None,

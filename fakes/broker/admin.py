@@ -28,7 +28,7 @@ from rmqtwin.codec.headers import (
     from_ext_fields,
 )
 from rmqtwin.fakes.broker.topics import is_system_topic, validate_topic
-from rmqtwin.fakes.dispatch import Channel, decode_header, json_body, response
+from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, json_body, response
 from rmqtwin.store_mirror.config import TopicConfig
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class AdminProcessor:
             header.topic_sys_flag or 0,
         )
         self.broker.topics.put(config)
-        return response()
+        return response(remark=NOT_SET_REMARK)
 
     def delete_topic_in_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         topic = decode_header(request, DeleteTopicRequestHeader).topic

@@ -1,0 +1,368 @@
+"""The scenario catalog: one TOML file per scenario in ``conformance/catalog/``, run by the Java client.
+
+A scenario names its variables (made unique per run: ``topic = "Modes"`` becomes ``Modes_3f9a_1``, so
+runs never share a topic or group) and lists steps. Each step is one action the real client (or, for
+the careless-client requests, a raw remoting request) performs against a target, and what it saw is
+the step's observation::
+
+    description = "sync, async and oneway sends are stored and consumed"
+    [vars]
+    topic = "Modes"
+    group = "ModesG"
+    [[steps]]
+    action = "create_topic"          # UPDATE_AND_CREATE_TOPIC on every broker, then wait for the route
+    topic = "$topic"
+    [[steps]]
+    action = "producer"              # JavaClient drivers: producer, push_consumer, lite_pull
+    spec = { topic = "$topic", mode = "sync", count = 3 }
+    [[steps]]
+    action = "mqadmin"
+    args = ["topicStatus", "-t", "$topic"]
+    keep = "header"                  # observe the table's header line(s), not every row
+
+``$topic``-style words anywhere in a step are replaced by the run's values, ``$namesrv``,
+``$broker`` and ``$cluster`` by the target's. ``observe`` (a list of event kinds, default
+every kind a driver reports) and ``fields`` (keep only these event fields) narrow an observation;
+``dedupe = true`` observes a driver's events as a set (a second delivery of a body is not compared).
+A step with ``clients = ["4.9"]`` runs only with that client line.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import time
+import tomllib
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rmqtwin.conformance.java_client import DriverResult, JavaClient
+from rmqtwin.conformance.launcher import query_cluster_info
+
+__all__ = [
+    "CATALOG_DIR",
+    "Scenario",
+    "ScenarioRun",
+    "Step",
+    "StepError",
+    "StepRun",
+    "Target",
+    "broker_addrs_of",
+    "load_catalog",
+    "raw_request",
+    "run_scenario",
+]
+
+CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
+ACTIONS = ("create_topic", "producer", "push_consumer", "lite_pull", "mqadmin", "request", "sleep")
+DRIVER_ACTIONS = ("producer", "push_consumer", "lite_pull")
+EVENT_KINDS = ("sent", "received", "error", "fatal", "check", "local_transaction")
+SUMMARY_FIELDS = ("sent", "errors", "consumed", "received", "timedOut", "checks", "reconsumeLater")
+# Event fields that say how the driver ran, not what the broker did.
+DRIVER_FIELDS = frozenset({"event", "elapsedMs", "attempt", "thread", "t", "ts", "latencyMs"})
+_VAR_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+Observation = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A RocketMQ the catalog runs against: its name server, its brokers, its cluster name."""
+
+    name: str
+    namesrv_addr: str
+    broker_addrs: tuple[str, ...]
+    cluster: str = "rmqtwin"
+
+
+@dataclass(frozen=True)
+class Step:
+    action: str
+    args: Mapping[str, Any]
+    label: str
+
+    @property
+    def clients(self) -> tuple[str, ...]:
+        return tuple(self.args.get("clients", ("4.9", "5")))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    variables: Mapping[str, str]
+    steps: tuple[Step, ...]
+    normalisers: tuple[str, ...] | None = None
+    path: Path | None = None
+    tags: tuple[str, ...] = ()
+
+
+def load_scenario(path: Path) -> Scenario:
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    steps = []
+    for index, raw in enumerate(data.get("steps", [])):
+        action = str(raw.get("action", ""))
+        if action not in ACTIONS:
+            raise ValueError(f"{path.name} step {index + 1}: unknown action {action!r} (known: {ACTIONS})")
+        label = str(raw.get("name") or f"{index + 1}. {action}")
+        steps.append(Step(action=action, args=dict(raw), label=label))
+    normalisers = data.get("normalisers")
+    return Scenario(
+        name=path.stem,
+        description=str(data.get("description", "")),
+        variables={str(k): str(v) for k, v in data.get("vars", {}).items()},
+        steps=tuple(steps),
+        normalisers=tuple(normalisers) if normalisers is not None else None,
+        path=path,
+        tags=tuple(data.get("tags", ())),
+    )
+
+
+def load_catalog(directory: Path = CATALOG_DIR, only: str | None = None) -> list[Scenario]:
+    """Every scenario, by file name; ``only`` keeps those whose name matches the regular expression."""
+    scenarios = [load_scenario(p) for p in sorted(directory.glob("*.toml"))]
+    if only:
+        pattern = re.compile(only)
+        scenarios = [s for s in scenarios if pattern.search(s.name)]
+    return scenarios
+
+
+_run_counter = itertools.count()
+
+
+def unique_values(scenario: Scenario) -> dict[str, str]:
+    """Fresh names for the scenario's variables: no two runs (or machines) share a topic or group."""
+    stamp = f"{uuid.uuid4().hex[:6]}_{os.getpid()}_{next(_run_counter)}"
+    return {var: f"{stem}_{stamp}" for var, stem in scenario.variables.items()}
+
+
+def substitute(value: Any, names: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return _VAR_RE.sub(lambda m: names.get(m.group(1), m.group(0)), value)
+    if isinstance(value, list):
+        return [substitute(v, names) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute(v, names) for k, v in value.items()}
+    return value
+
+
+class StepError(RuntimeError):
+    """A step could not be carried out (a driver that crashed, a route never published)."""
+
+
+@dataclass
+class StepRun:
+    label: str
+    action: str
+    observation: Observation
+    seconds: float
+
+
+@dataclass
+class ScenarioRun:
+    scenario: str
+    target: str
+    names: dict[str, str]
+    steps: list[StepRun] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def run_scenario(
+    scenario: Scenario,
+    target: Target,
+    client: JavaClient,
+    *,
+    request: Callable[[str, int, Mapping[str, str] | None, bytes | None], tuple[int, str | None, bytes]]
+    | None = None,
+) -> ScenarioRun:
+    """Run every step against ``target``; a step that fails ends the run with ``error`` set."""
+    names = unique_values(scenario)
+    context = {
+        **names,
+        "namesrv": target.namesrv_addr,
+        "broker": target.broker_addrs[0],
+        "cluster": target.cluster,
+    }
+    run = ScenarioRun(scenario=scenario.name, target=target.name, names=names)
+    started = time.monotonic()
+    send = request or raw_request
+    for step in scenario.steps:
+        if client.version.line not in step.clients:
+            continue
+        args = substitute(dict(step.args), context)
+        began = time.monotonic()
+        try:
+            observation = _ACTIONS[step.action](args, target, client, send)
+        except (StepError, AssertionError, OSError) as exc:
+            run.error = f"{step.label}: {exc}"
+            break
+        finally:
+            run.seconds = time.monotonic() - started
+        run.steps.append(StepRun(step.label, step.action, observation, time.monotonic() - began))
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
+# Actions
+
+RequestFn = Callable[[str, int, Mapping[str, str] | None, bytes | None], tuple[int, str | None, bytes]]
+
+
+def raw_request(
+    addr: str, code: int, ext: Mapping[str, str] | None = None, body: bytes | None = None
+) -> tuple[int, str | None, bytes]:
+    """One request through rmqtwin's codec over a fresh connection: (code, remark, body)."""
+    import socket
+
+    from rmqtwin.codec.command import create_request
+    from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
+
+    host, _, port = addr.rpartition(":")
+    conn = RemotingConnection()
+    with socket.create_connection((host, int(port)), timeout=15) as sock:
+        conn.send_request(create_request(code, dict(ext) if ext else None, body), now=0, timeout=15)
+        sock.sendall(conn.data_to_send())
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                raise StepError(f"{addr} closed the connection before answering request code {code}")
+            for event in conn.receive_data(data):
+                if isinstance(event, ResponseReceived):
+                    answer = event.command
+                    return int(answer.code), answer.remark, bytes(answer.body or b"")
+
+
+def _create_topic(
+    args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn
+) -> Observation:
+    """UPDATE_AND_CREATE_TOPIC on every broker (what mqadmin updateTopic -c does), then the route."""
+    topic = str(args["topic"])
+    queues = str(args.get("queues", 4))
+    ext = {
+        "topic": topic,
+        "defaultTopic": "TBW102",
+        "readQueueNums": str(args.get("readQueues", queues)),
+        "writeQueueNums": str(args.get("writeQueues", queues)),
+        "perm": str(args.get("perm", 6)),
+        "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": "0",
+        "order": "false",
+    }
+    answers = [send(addr, 17, ext, None)[:2] for addr in target.broker_addrs]
+    deadline = time.monotonic() + 30
+    while send(target.namesrv_addr, 105, {"topic": topic}, None)[0] != 0:
+        if time.monotonic() > deadline:
+            raise StepError(f"the route of {topic} never reached the name server")
+        time.sleep(0.1)
+    return {"answers": [{"code": code, "remark": remark} for code, remark in answers]}
+
+
+def _driver(action: str) -> Callable[[Mapping[str, Any], Target, JavaClient, RequestFn], Observation]:
+    def run(args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn) -> Observation:
+        spec = {"namesrv": target.namesrv_addr, **dict(args.get("spec", {}))}
+        result = client.run(action, spec)
+        if result.returncode != 0 and not result.events:
+            raise StepError(f"{action} driver exited {result.returncode}:\n{result.stderr[-2000:]}")
+        return driver_observation(result, args)
+
+    return run
+
+
+def _event_key(event: Mapping[str, Any], ordinal: int) -> str:
+    for name in ("body", "keys", "index"):
+        if event.get(name) is not None:
+            return f"{name}={event[name]}"
+    return f"#{ordinal}"
+
+
+def driver_observation(result: DriverResult, args: Mapping[str, Any]) -> Observation:
+    """Events by kind, each list keyed by body (else keys, index) and sorted: the order in which
+    queues interleave is not compared, the order within one key is."""
+    kinds = tuple(args.get("observe", EVENT_KINDS))
+    wanted = args.get("fields")
+    observation: Observation = {}
+    for kind in kinds:
+        keyed: dict[str, Any] = {}
+        for ordinal, event in enumerate(result.of(kind)):
+            kept = {
+                k: v for k, v in event.items() if k not in DRIVER_FIELDS and (wanted is None or k in wanted)
+            }
+            key = _event_key(event, ordinal)
+            if args.get("dedupe") and f"{key}#0" in keyed:
+                continue  # observed as a set: a redelivery of the same message is not compared
+            n = 0
+            while f"{key}#{n}" in keyed:
+                n += 1
+            keyed[f"{key}#{n}"] = kept
+        if keyed:
+            observation[kind] = dict(sorted(keyed.items()))
+    summary = next((e for e in reversed(result.events) if e.get("event") == "summary"), None)
+    if summary is not None:
+        observation["summary"] = {k: summary[k] for k in SUMMARY_FIELDS if k in summary}
+    observation["exit"] = result.returncode
+    return observation
+
+
+def _mqadmin(args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn) -> Observation:
+    argv = [str(a) for a in args.get("args", [])]
+    result = client.mqadmin(target.namesrv_addr, *argv)
+    lines = [line.rstrip() for line in result.stdout.splitlines() if line.strip()]
+    keep = str(args.get("keep", "all"))
+    if keep == "header":
+        lines = [line for line in lines if line.startswith("#")][:1]
+    elif keep.startswith("match:"):
+        pattern = re.compile(keep.removeprefix("match:"))
+        lines = [line for line in lines if pattern.search(line)]
+    elif keep == "keys":  # "key : value" and "key = value" listings: which keys are printed
+        lines = sorted({re.split(r"\s*[:=]\s*", line, maxsplit=1)[0].strip() for line in lines})
+    elif keep == "none":
+        lines = []
+    failure = next(
+        (line.strip() for line in (result.stdout + "\n" + result.stderr).splitlines() if "Exception" in line),
+        None,
+    )
+    return {"ok": result.ok, "failure": failure, "lines": [" ".join(line.split()) for line in lines]}
+
+
+def _request(args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn) -> Observation:
+    """A raw request (the careless client): ``to`` broker or namesrv, ``code``, ``ext``, ``body``."""
+    addr = target.namesrv_addr if args.get("to") == "namesrv" else target.broker_addrs[0]
+    body = args.get("body")
+    raw = body.encode() if isinstance(body, str) else None
+    code, remark, answer = send(
+        addr, int(args["code"]), {str(k): str(v) for k, v in args.get("ext", {}).items()}, raw
+    )
+    observation: Observation = {"code": code, "remark": remark}
+    if args.get("observeBody"):
+        observation["body"] = answer.decode("utf-8", "replace")
+    return observation
+
+
+def _sleep(args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn) -> Observation:
+    time.sleep(float(args.get("seconds", 1)))
+    return {}
+
+
+_ACTIONS: dict[str, Callable[[Mapping[str, Any], Target, JavaClient, RequestFn], Observation]] = {
+    "create_topic": _create_topic,
+    "producer": _driver("producer"),
+    "push_consumer": _driver("push_consumer"),
+    "lite_pull": _driver("lite_pull"),
+    "mqadmin": _mqadmin,
+    "request": _request,
+    "sleep": _sleep,
+}
+
+
+def broker_addrs_of(namesrv_addr: str) -> tuple[str, ...]:
+    """The master brokers a name server lists (for an ``ns=HOST:PORT`` target)."""
+    code, body = query_cluster_info(namesrv_addr)
+    if code != 0:
+        raise StepError(f"{namesrv_addr} answered GET_BROKER_CLUSTER_INFO with code {code}")
+    # brokerAddrs maps brokerId to address with bare integer keys (fastjson): 0 is the master.
+    return tuple(sorted({addr.decode() for addr in re.findall(rb'[{,]0:"([^"]+)"', body)}))

@@ -1,0 +1,170 @@
+"""The Diffy comparison and the report, on hand-made runs (no JVM): noise, differences, normalisers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from rmqtwin.conformance import diffy
+from rmqtwin.conformance.catalog import (
+    CATALOG_DIR,
+    Scenario,
+    ScenarioRun,
+    Step,
+    StepRun,
+    driver_observation,
+    load_catalog,
+    substitute,
+)
+from rmqtwin.conformance.java_client import DriverResult
+from rmqtwin.conformance.report import render_html, write_reports
+from rmqtwin.conformance.runner import CatalogRun, compare_runs
+
+SCENARIO = Scenario(
+    name="demo",
+    description="one send, one consume",
+    variables={"topic": "Demo"},
+    steps=(Step("producer", {}, "send"), Step("push_consumer", {}, "consume")),
+)
+
+
+def _run(target: str, topic: str, sent: dict[str, object], received: dict[str, object]) -> ScenarioRun:
+    run = ScenarioRun(scenario="demo", target=target, names={"topic": topic})
+    run.steps = [StepRun("send", "producer", sent, 1.0), StepRun("consume", "push_consumer", received, 1.0)]
+    return run
+
+
+def _sent(msg_id: str, queue: int, host: str) -> dict[str, object]:
+    return {"sent": {"body=a#0": {"status": "SEND_OK", "msgId": msg_id, "queueId": queue, "storeHost": host}}}
+
+
+def test_noise_is_discounted_and_a_stable_field_that_differs_is_a_difference() -> None:
+    # queueId differs between the two reference runs: noise. status agrees on both and the candidate
+    # has another: a difference. msgIds, hosts and the run's topic name are normalised away.
+    ref1 = _run(
+        "real-5", "Demo_1", _sent("7F0000010001AA", 1, "127.0.0.1:10911"), {"received": {"x": "Demo_1"}}
+    )
+    ref2 = _run(
+        "real-5", "Demo_2", _sent("7F0000010001BB", 3, "127.0.0.1:10911"), {"received": {"x": "Demo_2"}}
+    )
+    twin = _run(
+        "twin", "Demo_3", _sent("7F0000010001CC", 0, "127.0.0.1:30111"), {"received": {"x": "Demo_3"}}
+    )
+    twin.steps[0].observation["sent"]["body=a#0"]["status"] = "FLUSH_DISK_TIMEOUT"  # type: ignore[index]
+    result = compare_runs(SCENARIO, ref1, ref2, {"twin": twin})
+    send = result.steps[0].comparisons["twin"]
+    assert send.noise == ["sent.body=a#0.queueId"]
+    assert send.differing == ["sent.body=a#0.status"]
+    assert result.steps[1].comparisons["twin"].same  # "$topic" on every side
+    assert result.verdict("twin") == "differs"
+    catalog = CatalogRun("real-5", "5", ["twin"], [result], 3.0)
+    assert catalog.verdict_line("twin") == "twin: differs from real-5 in 1 of 1 scenarios (demo)"
+    assert not catalog.ok
+
+
+def test_normalisers_take_out_ids_hosts_timestamps_and_names() -> None:
+    value = {
+        "msgId": "7F00000100002A9F0000000000000000",
+        "line": "broker-a 127.0.0.1:10911 stored 1764086400123 at 2026-11-25 17:00:00 by 127.0.0.1@4242#1",
+        "topic": "Modes_ab12_7",
+    }
+    got = diffy.normalise(value, {"topic": "Modes_ab12_7"})
+    assert got == {
+        "msgId": "<msgId>",
+        "line": "broker-a <host> stored <ts> at <date> by <clientId>",
+        "topic": "$topic",
+    }
+    assert diffy.flatten({"a": [{"b": 1}, []], "c": None}) == {"a[0].b": "1", "a[1]": "[]", "c": "null"}
+
+
+def test_driver_events_are_keyed_by_body_so_queue_interleaving_is_not_compared() -> None:
+    lines = [
+        {"event": "received", "body": "b", "queueId": 1, "elapsedMs": 5},
+        {"event": "received", "body": "a", "queueId": 0, "elapsedMs": 9},
+        {"event": "received", "body": "a", "queueId": 0, "elapsedMs": 12},
+        {"event": "summary", "consumed": 2, "elapsedMs": 30},
+    ]
+    result = DriverResult("push_consumer", lines, 0, "")
+    observation = driver_observation(result, {"fields": ["body", "queueId"]})
+    assert list(observation["received"]) == ["body=a#0", "body=a#1", "body=b#0"]
+    assert observation["summary"] == {"consumed": 2}
+
+
+def test_substitute_fills_variables_inside_nested_specs() -> None:
+    spec = {
+        "spec": {"topic": "$topic", "messages": [{"body": "x", "keys": "$topic-k"}]},
+        "args": ["-t", "%RETRY%$g"],
+    }
+    got = substitute(spec, {"topic": "T_1", "g": "G_2"})
+    assert got == {
+        "spec": {"topic": "T_1", "messages": [{"body": "x", "keys": "T_1-k"}]},
+        "args": ["-t", "%RETRY%G_2"],
+    }
+
+
+def test_every_catalog_file_loads() -> None:
+    scenarios = load_catalog()
+    assert len(scenarios) == len(list(CATALOG_DIR.glob("*.toml"))) > 0
+    for scenario in scenarios:
+        assert scenario.description and scenario.steps, scenario.name
+
+
+def _catalog_run() -> CatalogRun:
+    ref1 = _run("real-5", "Demo_1", _sent("A", 1, "h"), {"received": {"x": 1}})
+    ref2 = _run("real-5", "Demo_2", _sent("B", 2, "h"), {"received": {"x": 1}})
+    twin = _run("twin", "Demo_3", _sent("C", 0, "h"), {"received": {"x": 2}})
+    same = _run("ns=10.0.0.1:9876", "Demo_4", _sent("D", 3, "h"), {"received": {"x": 1}})
+    result = compare_runs(SCENARIO, ref1, ref2, {"twin": twin, "ns=10.0.0.1:9876": same})
+    return CatalogRun("real-5", "5", ["twin", "ns=10.0.0.1:9876"], [result], 3.0)
+
+
+def test_reports_json_and_junit(tmp_path: Path) -> None:
+    data = write_reports(_catalog_run(), tmp_path)
+    assert json.loads((tmp_path / "report.json").read_text()) == data
+    assert data["verdicts"]["ns=10.0.0.1:9876"] == "ns=10.0.0.1:9876: same as real-5 in all 1 scenarios"
+    [consume] = [s for s in data["scenarios"][0]["steps"] if s["label"] == "consume"]
+    assert consume["rows"] == [
+        {
+            "path": "received.x",
+            "reference": ["1", "1"],
+            "candidates": {"twin": "2", "ns=10.0.0.1:9876": "1"},
+            "noise": False,
+            "differs": ["twin"],
+        }
+    ]
+    suites = ET.fromstring((tmp_path / "junit.xml").read_text())
+    failures = {s.get("name"): s.get("failures") for s in suites}
+    assert failures == {"twin vs real-5": "1", "ns=10.0.0.1:9876 vs real-5": "0"}
+
+
+@pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="needs Debian's chromium (scripts/setup.d/30-chromium.sh)"
+)
+def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
+    write_reports(_catalog_run(), tmp_path)
+    dom = subprocess.run(
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            (tmp_path / "report.html").as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert "twin: differs from real-5 in 1 of 1 scenarios (demo)" in dom
+    assert 'class="verdict same"' in dom and 'class="diff"' in dom
+    assert 'class="noise"' in dom  # queueId disagreed between the two reference runs
+    assert (
+        render_html(json.loads((tmp_path / "report.json").read_text())).count("<table>") == 3
+    )  # send, consume, outcome
