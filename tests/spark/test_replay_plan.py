@@ -18,7 +18,8 @@ from rmqtwin.proxy.capture import (
     frame_record,
 )
 from rmqtwin.spark.replay.compare import compare_answers
-from rmqtwin.spark.replay.plan import load_plan
+from rmqtwin.spark.replay.job import partition_connections
+from rmqtwin.spark.replay.plan import ConnectionPlan, Step, load_plan
 from rmqtwin.spark.replay.target import TargetError, prepare_context
 from rmqtwin.spark.replay.translate import ConnectionTranslator, ReplayContext
 from tests.proxy.frames import json_frame
@@ -142,3 +143,17 @@ def test_comparison_names_the_normalisers_it_used_and_the_differences_it_kept() 
     differs = compare_answers(RequestCode.SEND_MESSAGE_V2, recorded, busy)
     assert differs.verdict == "differs"
     assert differs.detail.startswith("code SUCCESS → SYSTEM_BUSY; remark None → '[REJECTREQUEST]system busy'")
+
+
+def test_connections_spread_over_the_slots_balanced_and_scale_copies_get_their_own_client_ids() -> None:
+    conns = [ConnectionPlan(i, "broker", "h:1", steps=[_step()] * n) for i, n in enumerate([9, 5, 4, 1])]
+    groups = partition_connections(conns, 2)
+    assert [[c.conn_id for c in g] for g in groups] == [[0, 3], [1, 2]]
+    assert partition_connections(conns[:1], 8) == [[conns[0]]]
+    ctx = ReplayContext(namesrv="n:1", brokers={}, client_ids=["c1"], run_id="r")
+    ids = {ConnectionTranslator(ctx, None, copy).with_client_ids(b'"c1"') for copy in range(3)}
+    assert ids == {b'"c1-r"', b'"c1-r-1"', b'"c1-r-2"'}
+
+
+def _step() -> Step:
+    return Step(seq=0, offset_ns=0, code=RequestCode.HEART_BEAT, oneway=False, frame=b"")
