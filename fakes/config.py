@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rmqtwin.store_mirror.record import parse_delay_levels
+
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-_UNIT_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def _camel(name: str) -> str:
@@ -132,17 +133,9 @@ class BrokerConfig:
     def namesrv_addrs(self) -> list[str]:
         return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
 
-    def delay_levels_seconds(self) -> list[float]:
+    def delay_levels_ms(self) -> list[int]:
         """``messageDelayLevel`` parsed: index 0 is level 1."""
         return parse_delay_levels(self.message_delay_level)
-
-
-def parse_delay_levels(text: str) -> list[float]:
-    levels = []
-    for token in text.split():
-        unit = token[-1]
-        levels.append(float(token[:-1]) * _UNIT_SECONDS[unit])
-    return levels
 
 
 def _coerce(raw: str, kind: type[Any]) -> Any:

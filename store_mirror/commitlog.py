@@ -12,10 +12,19 @@ from dataclasses import dataclass
 
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.java import in_java_hash_map_order
-from rmqtwin.codec.message import encode_message_record, fill_append_fields
+from rmqtwin.codec.message import (
+    END_FILE_MIN_BLANK_LENGTH,
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
+    Buffer,
+    create_offset_msg_id,
+    encode_message_record,
+    fill_append_fields,
+    read_store_timestamp,
+    string_to_properties,
+)
 from rmqtwin.store_mirror.mapped_file import MappedFile, MappedFileQueue
 from rmqtwin.store_mirror.record import (
-    END_FILE_MIN_BLANK_LENGTH,
     PROPERTY_DELAY,
     PROPERTY_KEYS,
     PROPERTY_REAL_QID,
@@ -25,22 +34,17 @@ from rmqtwin.store_mirror.record import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_TYPE_MASK,
-    Buffer,
     DelayTimeFn,
     DispatchRequest,
     MessageExtBrokerInner,
     check_message_and_return_size,
     compute_tags_code,
-    create_offset_msg_id,
-    read_store_timestamp,
-    string_to_properties,
     write_blank,
 )
 
 log = logging.getLogger(__name__)
 
 _Q = struct.Struct(">q")
-_MESSAGE_MAGICS = (0xDAA320A7, 0xDAA320AB)
 _MAX_TOPIC_LENGTH = 127
 _MAX_PROPERTIES_LENGTH = 32767
 
@@ -185,7 +189,10 @@ class CommitLog:
 
     def _is_mapped_file_matched_recover(self, mf: MappedFile, min_timestamp: int) -> bool:
         req = check_message_and_return_size(mf.mm, 0, 8, False)
-        if not req.success and struct.unpack_from(">I", mf.mm, 4)[0] not in _MESSAGE_MAGICS:
+        if not req.success and struct.unpack_from(">i", mf.mm, 4)[0] not in (
+            MESSAGE_MAGIC_CODE,
+            MESSAGE_MAGIC_CODE_V2,
+        ):
             return False
         store_ts = read_store_timestamp(mf.mm, 0)
         return store_ts != 0 and store_ts <= min_timestamp

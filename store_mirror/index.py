@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rmqtwin.codec.java import java_string_hash
 from rmqtwin.store_mirror.layouts import (
     INDEX_ENTRY,
     INDEX_ENTRY_SIZE,
@@ -23,7 +24,6 @@ from rmqtwin.store_mirror.record import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
     DispatchRequest,
-    java_string_hash,
 )
 
 log = logging.getLogger(__name__)

@@ -16,38 +16,30 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.java import java_string_hash
 from rmqtwin.codec.message import (
     BLANK_MAGIC_CODE,
     END_FILE_MIN_BLANK_LENGTH,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
+    Buffer,
     MessageConst,
     MessageExt,
     MessageSysFlag,
-    create_offset_msg_id,
     decode_message_record,
     encode_blank_record,
-    java_string_hash,
-    string_to_properties,
 )
 from rmqtwin.codec.message import properties_to_string as _codec_properties_to_string
 
 __all__ = [
-    "BLANK_MAGIC_CODE",
-    "END_FILE_MIN_BLANK_LENGTH",
-    "MESSAGE_MAGIC_CODE",
-    "MESSAGE_MAGIC_CODE_V2",
     "MULTI_TAGS_FLAG",
     "SCHEDULE_TOPIC",
     "DelayTimeFn",
     "DispatchRequest",
     "MessageExtBrokerInner",
     "check_message_and_return_size",
-    "create_offset_msg_id",
-    "java_string_hash",
     "parse_delay_levels",
     "properties_to_string",
-    "string_to_properties",
 ]
 
 MULTI_TAGS_FLAG = MessageSysFlag.MULTI_TAGS_FLAG
@@ -70,10 +62,7 @@ SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 
 _BLANK_MAGIC_U = BLANK_MAGIC_CODE & 0xFFFFFFFF
 _MAGICS_U = (MESSAGE_MAGIC_CODE & 0xFFFFFFFF, MESSAGE_MAGIC_CODE_V2 & 0xFFFFFFFF)
-Buffer = bytes | bytearray | memoryview | mmap.mmap
 _HEADER = struct.Struct(">iI")
-_SYSFLAG = struct.Struct(">i")
-_Q = struct.Struct(">q")
 
 
 def properties_to_string(props: Mapping[str, str | None] | None) -> str:
@@ -145,7 +134,8 @@ class DelayTimeFn:
 
 
 def parse_delay_levels(spec: str) -> list[int]:
-    """``messageDelayLevel`` ("1s 5s 10s ... 2h") into milliseconds per level."""
+    """``messageDelayLevel`` ("1s 5s 10s ... 2h") into milliseconds per level, index 0 being level 1
+    (``ScheduleMessageService.parseDelayLevel``)."""
     units = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
     return [int(tok[:-1]) * units[tok[-1]] for tok in spec.split()]
 
@@ -174,12 +164,6 @@ def compute_tags_code(
 def write_blank(buf: bytearray | memoryview | mmap.mmap, pos: int, max_blank: int) -> None:
     """The end-of-file blank record: remaining length then BLANK_MAGIC."""
     buf[pos : pos + END_FILE_MIN_BLANK_LENGTH] = encode_blank_record(max_blank)
-
-
-def read_store_timestamp(buf: Buffer, pos: int) -> int:
-    """STORETIMESTAMP of the record at ``pos`` (its position depends on the born host width)."""
-    sys_flag = _SYSFLAG.unpack_from(buf, pos + 36)[0]
-    return int(_Q.unpack_from(buf, pos + 48 + (20 if sys_flag & BORNHOST_V6_FLAG else 8))[0])
 
 
 def check_message_and_return_size(

@@ -9,13 +9,12 @@ the client's line: 5.x clients (version ≥ 413) get 5.x's (CONTAINS, STARTSWITH
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import ResponseCode, version_ordinal
-from rmqtwin.codec.message import MESSAGE_MAGIC_CODE_V2, MessageSysFlag, string_to_properties
+from rmqtwin.codec.message import read_record_properties
 from rmqtwin.fakes.broker.sql92 import Expression, SelectorParseError, compile_selector, matches
 from rmqtwin.fakes.dispatch import Channel, response
 
@@ -65,36 +64,10 @@ class SqlMessageFilter:
         if props is None:
             if msg_buffer is None:
                 return True
-            props = record_properties(msg_buffer)
+            props = read_record_properties(msg_buffer)
             if props is None:
                 return False
         return matches(self.expression, props)
-
-
-_I32 = struct.Struct(">i")
-_SYS_FLAG_AT = 36  # totalSize, magic, bodyCRC, queueId, flag (4 each), queueOffset, physicalOffset (8 each)
-_BORN_HOST_AT = _SYS_FLAG_AT + 4 + 8  # after sysFlag and bornTimestamp
-
-
-def record_properties(buf: bytes) -> dict[str, str] | None:
-    """``MessageDecoder.decodeProperties``: the properties of a stored record without decoding the rest."""
-    try:
-        magic = _I32.unpack_from(buf, 4)[0]
-        sys_flag = _I32.unpack_from(buf, _SYS_FLAG_AT)[0]
-        pos = _BORN_HOST_AT + (20 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 8) + 8
-        pos += (20 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else 8) + 4 + 8
-        pos += 4 + _I32.unpack_from(buf, pos)[0]
-        if magic == MESSAGE_MAGIC_CODE_V2:
-            pos += 2 + int.from_bytes(buf[pos : pos + 2], "big")
-        else:
-            pos += 1 + buf[pos]
-        length = int.from_bytes(buf[pos : pos + 2], "big")
-        raw = buf[pos + 2 : pos + 2 + length]
-        if len(raw) != length:
-            return None
-        return string_to_properties(raw.decode("utf-8", "replace"))
-    except (struct.error, IndexError):
-        return None
 
 
 def compile_subscription(subscription: Mapping[str, Any], client_version: int) -> Expression:

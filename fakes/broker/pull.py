@@ -15,10 +15,10 @@ from twisted.internet.interfaces import IDelayedCall
 
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from rmqtwin.codec.java import java_string_hash
 from rmqtwin.fakes.broker.filter import FilterError, message_filter_for
 from rmqtwin.fakes.broker.topics import is_readable
 from rmqtwin.fakes.dispatch import Channel, decode_header_fast, require, response, suggest_todo
-from rmqtwin.store_mirror.record import java_string_hash
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand

@@ -36,7 +36,7 @@ class ScheduleMessageService(ScheduleOffsets):
     def __init__(self, broker: BrokerController, on_change: Callable[[], None] | None = None) -> None:
         super().__init__(broker.store_dir)
         self.broker = broker
-        self.levels_ms = [int(s * 1000) for s in broker.config.delay_levels_seconds()]
+        self.levels_ms = broker.config.delay_levels_ms()
         self.on_change = on_change or (lambda: None)
         self._loop: LoopingCall | None = None
 

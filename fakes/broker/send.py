@@ -22,7 +22,7 @@ from rmqtwin.codec.headers import (
     SendMessageResponseHeader,
     send_v2_to_v1,
 )
-from rmqtwin.codec.message import decode_batch, merge_batch_properties
+from rmqtwin.codec.message import decode_batch, merge_batch_properties, string_to_properties
 from rmqtwin.fakes.broker.topics import (
     DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
@@ -38,7 +38,6 @@ from rmqtwin.store_mirror.record import (
     MULTI_TAGS_FLAG,
     MessageExtBrokerInner,
     properties_to_string,
-    string_to_properties,
 )
 
 if TYPE_CHECKING:

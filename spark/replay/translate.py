@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand
+from rmqtwin.codec.errors import MessageIdError
 from rmqtwin.codec.message import (
     MessageConst,
-    MessageIdError,
     UniqIdGenerator,
     decode_offset_msg_id,
     properties_to_string,

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from rmqtwin.codec.compression import CompressionType, compress, decompress
 from rmqtwin.codec.errors import CodecError, MessageDecodeError, MessageEncodeError, MessageIdError
+from rmqtwin.codec.java import in_java_hash_map_order, java_string_hash
 from rmqtwin.codec.message import (
     BLANK_MAGIC_CODE,
     CRC32_RESERVED_LEN,
@@ -39,10 +40,8 @@ from rmqtwin.codec.message import (
     encode_message_record,
     expand_batch,
     fill_append_fields,
-    in_java_hash_map_order,
     is_blank_record,
     iter_message_records,
-    java_string_hash,
     message_record_length,
     message_version_for_topic,
     parse_prop_crc32,

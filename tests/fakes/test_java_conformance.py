@@ -21,7 +21,7 @@ import pytest
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.conformance.java_client import JavaClient, MQAdminResult
 from rmqtwin.conformance.pytest_plugin import SHARED_BROKER_CONF
-from rmqtwin.fakes.config import parse_delay_levels
+from rmqtwin.store_mirror.record import parse_delay_levels
 from tests.fakes.test_serve import call
 
 pytestmark = [pytest.mark.java]
@@ -43,7 +43,7 @@ TWIN_CONF = {
     "autoCreateSubscriptionGroup": True,
     **SHARED_BROKER_CONF,
 }
-LEVEL_3_SECONDS = parse_delay_levels(str(SHARED_BROKER_CONF["messageDelayLevel"]))[2]
+LEVEL_3_SECONDS = parse_delay_levels(str(SHARED_BROKER_CONF["messageDelayLevel"]))[2] / 1000
 
 
 @dataclass

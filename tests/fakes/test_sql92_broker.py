@@ -234,8 +234,8 @@ def test_record_properties_reads_what_the_full_decoder_reads(topic: str, v6: boo
         MessageExt,
         decode_message_record,
         encode_message_record,
+        read_record_properties,
     )
-    from rmqtwin.fakes.broker.filter import record_properties
 
     host = ("::1", 7) if v6 else ("127.0.0.1", 7)
     msg = MessageExt(
@@ -247,5 +247,5 @@ def test_record_properties_reads_what_the_full_decoder_reads(topic: str, v6: boo
         magic=MESSAGE_MAGIC_CODE_V2 if len(topic) > 127 else MESSAGE_MAGIC_CODE,
     )
     record = encode_message_record(msg)
-    assert record_properties(record) == decode_message_record(record)[0].properties == msg.properties
-    assert record_properties(record[:-3]) is None
+    assert read_record_properties(record) == decode_message_record(record)[0].properties == msg.properties
+    assert read_record_properties(record[:-3]) is None

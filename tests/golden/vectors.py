@@ -16,6 +16,7 @@ from rmqtwin.codec import bodies, fastjson, headers
 from rmqtwin.codec.codes import LanguageCode, SerializeType
 from rmqtwin.codec.command import JsonDialect, RemotingCommand, decode_command, encode_command
 from rmqtwin.codec.compression import COMPRESSED_FLAG, CompressionType, compress
+from rmqtwin.codec.java import in_java_hash_map_order
 from rmqtwin.codec.message import (
     MESSAGE_MAGIC_CODE_V2,
     BatchItem,
@@ -23,7 +24,6 @@ from rmqtwin.codec.message import (
     MessageExt,
     encode_batch,
     encode_message_record,
-    in_java_hash_map_order,
 )
 
 # The names the generators write (each manifest must hold exactly these: a vector added on the Java

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import struct
 
+from rmqtwin.codec.java import java_string_hash
 from rmqtwin.codec.message import (
     create_offset_msg_id,
     decode_message_record,
-    java_string_hash,
 )
 from rmqtwin.store_mirror.commitlog import PutMessageStatus
 from rmqtwin.store_mirror.layouts import CQ_ENTRY, BlankRecord, ConsumeQueueEntry
