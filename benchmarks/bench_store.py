@@ -16,6 +16,7 @@ import tempfile
 import time
 from typing import Any
 
+from rmqtwin.store_mirror.flush import TwistedFlushDriver
 from rmqtwin.store_mirror.message_store import DefaultMessageStore, MessageStoreConfig, PutMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner
 from rmqtwin.store_mirror.store_config import FlushDiskType
@@ -63,7 +64,7 @@ def bench_async(directory: str, n: int, body: int) -> tuple[float, int]:
     from twisted.internet.task import Clock
 
     cfg = MessageStoreConfig(mapped_file_size_commit_log=SEGMENT)
-    store = DefaultMessageStore(directory, cfg, reactor=Clock(), run_blocking=_inline)
+    store = DefaultMessageStore(directory, cfg, flush=TwistedFlushDriver(Clock(), _inline))
     assert store.load()
     store.start()
     msgs = make_messages(n, body)
@@ -88,7 +89,7 @@ def bench_sync(directory: str, n: int, body: int, in_flight: int) -> tuple[float
     from twisted.internet import reactor, task
 
     cfg = MessageStoreConfig(mapped_file_size_commit_log=SEGMENT, flush_disk_type=FlushDiskType.SYNC_FLUSH)
-    store = DefaultMessageStore(directory, cfg, reactor=reactor)
+    store = DefaultMessageStore(directory, cfg, flush=TwistedFlushDriver(reactor))
     assert store.load()
     store.start()
     msgs = make_messages(n, body)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import orjson
 from twisted.internet.defer import Deferred
@@ -19,6 +19,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.codec.command import RemotingCommand
 from rmqtwin.codec.errors import HeaderFieldError
 from rmqtwin.codec.headers import (
     CommandCustomHeader,
@@ -26,9 +27,6 @@ from rmqtwin.codec.headers import (
     header_fields,
     to_ext_fields,
 )
-
-if TYPE_CHECKING:
-    from rmqtwin.codec.command import RemotingCommand
 
 HandlerResult: TypeAlias = "RemotingCommand | Deferred[RemotingCommand | None] | None"
 
@@ -84,8 +82,6 @@ def response(
     ``ext_fields`` is a typed response header (written by ``to_ext_fields``) or a mapping whose values
     are stringified the way ``makeCustomHeaderToNet`` does (booleans as ``true``/``false``, None dropped).
     """
-    from rmqtwin.codec.command import RemotingCommand
-
     return RemotingCommand(code=int(code), remark=remark, ext_fields=_ext_map(ext_fields), body=body, flag=1)
 
 

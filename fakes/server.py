@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
-from twisted.internet.protocol import ClientFactory, Protocol, ServerFactory
+from twisted.internet.protocol import Protocol, ServerFactory
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -221,16 +221,3 @@ class RemotingServerFactory(ServerFactory):
         self.channels.discard(proto)
         if self.on_close_hook is not None:
             self.on_close_hook(proto)
-
-
-class RemotingClientFactory(ClientFactory):
-    """Builds the broker's client connection to a name server (requests out, nothing served)."""
-
-    def __init__(self, clock: IReactorTime, *, version: int = SERVER_VERSION) -> None:
-        self.clock = clock
-        self.version = version
-
-    def buildProtocol(self, addr: Any) -> RemotingProtocol:
-        proto = RemotingProtocol(None, self.clock, version=self.version)
-        proto.factory = self
-        return proto

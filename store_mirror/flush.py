@@ -1,4 +1,8 @@
-"""Flush services: ASYNC_FLUSH (periodic) and SYNC_FLUSH (group commit); fsync stays off the reactor thread.
+"""The store's Twisted adapter: flush services on reactor time, fsync off the reactor thread.
+
+The store itself knows no reactor (as Java's store knows no Netty): it is handed a
+:class:`TwistedFlushDriver`, which runs ASYNC_FLUSH (periodic) or SYNC_FLUSH (group commit) for it,
+fsyncs in a one-thread pool and answers ``wait_for_flush`` with a Deferred.
 
 ``GroupCommitService`` batches every waiting send into the next fsync: while one fsync runs, new requests
 queue up and are all covered by the following one (Java swaps its request lists the same way). A send whose
@@ -10,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from twisted.internet import defer
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
@@ -18,7 +22,8 @@ from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
 
-from rmqtwin.store_mirror.commitlog import PutMessageStatus
+from rmqtwin.store_mirror.commitlog import PutMessageResult, PutMessageStatus
+from rmqtwin.store_mirror.store_config import FlushDiskType, MessageStoreConfig
 
 log = logging.getLogger(__name__)
 
@@ -175,3 +180,120 @@ class PeriodicFlushService:
     def stop(self) -> None:
         if self._loop.running:
             self._loop.stop()
+
+
+def run_inline(fn: Callable[[], Any]) -> defer.Deferred[Any]:
+    """``RunBlocking`` without a thread: the job runs at once (a ``Clock`` in unit tests has no threads)."""
+    return defer.maybeDeferred(fn)
+
+
+class FlushTarget(Protocol):
+    """What the driver flushes: the store's side of the adapter."""
+
+    config: MessageStoreConfig
+
+    def flush_commit_log_all(self) -> None: ...
+
+    def flush_commit_log_periodic(self, thorough: bool) -> None: ...
+
+    def flush_consume_queues(self, thorough: bool) -> None: ...
+
+    def flushed_where(self) -> int: ...
+
+    def clean_files_periodically(self) -> int: ...
+
+
+class TwistedFlushDriver:
+    """Drives a store's flushing on ``clock``: the services Java's store runs as threads.
+
+    ``run_blocking`` runs an fsync off the reactor thread (default: a one-thread pool when ``clock`` is a
+    real reactor, inline for a bare ``Clock``).
+    """
+
+    def __init__(self, clock: IReactorTime, run_blocking: RunBlocking | None = None) -> None:
+        self._clock = clock
+        self._run_blocking_override = run_blocking
+        self._thread: FlushThread | None = None
+        self._runner: RunBlocking | None = None
+        self._group_commit: GroupCommitService | None = None
+        self._services: list[PeriodicFlushService] = []
+        self._clean_loop: LoopingCall | None = None
+
+    def _make_runner(self) -> RunBlocking:
+        if self._run_blocking_override is not None:
+            return self._run_blocking_override
+        if not hasattr(self._clock, "callFromThread"):
+            return run_inline
+        self._thread = FlushThread(self._clock)
+        return self._thread.run
+
+    def start(self, store: FlushTarget) -> None:
+        """Start the flush services and the periodic clean-up for ``store``."""
+        config = store.config
+        run = self._runner = self._make_runner()
+        if config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
+            self._group_commit = GroupCommitService(
+                store.flush_commit_log_all, store.flushed_where, run, self._clock, config.sync_flush_timeout
+            )
+        else:
+            self._services.append(
+                PeriodicFlushService(
+                    store.flush_commit_log_periodic,
+                    run,
+                    self._clock,
+                    interval_ms=config.flush_interval_commit_log,
+                    thorough_ms=config.flush_commit_log_thorough_interval,
+                    name="FlushRealTimeService",
+                )
+            )
+        self._services.append(
+            PeriodicFlushService(
+                store.flush_consume_queues,
+                run,
+                self._clock,
+                interval_ms=config.flush_interval_consume_queue,
+                thorough_ms=config.flush_consume_queue_thorough_interval,
+                name="FlushConsumeQueueService",
+            )
+        )
+        for svc in self._services:
+            svc.start()
+        self._clean_loop = LoopingCall(store.clean_files_periodically)
+        self._clean_loop.clock = self._clock
+        self._clean_loop.start(config.clean_resource_interval / 1000.0, now=False)
+
+    def run(self, job: Callable[[], None]) -> bool:
+        """Run a blocking ``job`` (an index file's fsync) off the reactor; False when not started."""
+        if self._runner is None:
+            return False
+        self._runner(job)
+        return True
+
+    def wait_for_flush(self, result: PutMessageResult) -> defer.Deferred[PutMessageStatus]:
+        """PUT_OK at once in ASYNC_FLUSH; in SYNC_FLUSH after the group commit fsynced past the record."""
+        if not result.is_ok():
+            return defer.succeed(result.status)
+        if self._group_commit is None:
+            return defer.succeed(PutMessageStatus.PUT_OK)
+        if not result.wait_store_msg_ok:
+            self._group_commit.wakeup_for(result.end_offset)
+            return defer.succeed(PutMessageStatus.PUT_OK)
+        return self._group_commit.submit(result.end_offset)
+
+    def stop_services(self) -> None:
+        """Stop the periodic services (the store then flushes everything itself)."""
+        self._runner = None
+        for svc in self._services:
+            svc.stop()
+        self._services = []
+        if self._clean_loop is not None and self._clean_loop.running:
+            self._clean_loop.stop()
+
+    def stop(self) -> None:
+        """Answer the sends still waiting (after the store's final flush) and stop the fsync thread."""
+        if self._group_commit is not None:
+            self._group_commit.stop()
+            self._group_commit = None
+        if self._thread is not None:
+            self._thread.stop()
+            self._thread = None

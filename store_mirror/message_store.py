@@ -15,10 +15,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from twisted.internet import defer
-from twisted.internet.task import LoopingCall
+from typing import TYPE_CHECKING, Protocol
 
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.message import MessageExt, decode_message_record
@@ -31,7 +28,6 @@ from rmqtwin.store_mirror.commitlog import (
     PutMessageStatus,
 )
 from rmqtwin.store_mirror.consume_queue import ConsumeQueue
-from rmqtwin.store_mirror.flush import FlushThread, GroupCommitService, PeriodicFlushService, RunBlocking
 from rmqtwin.store_mirror.index import IndexFile, IndexService
 from rmqtwin.store_mirror.layouts import CQ_ENTRY, CQ_STORE_UNIT_SIZE
 from rmqtwin.store_mirror.record import (
@@ -46,6 +42,9 @@ from rmqtwin.store_mirror.record import (
 )
 from rmqtwin.store_mirror.store_config import FlushDiskType, MessageStoreConfig
 
+if TYPE_CHECKING:
+    from twisted.internet.defer import Deferred
+
 log = logging.getLogger(__name__)
 
 __all__ = [
@@ -53,10 +52,12 @@ __all__ = [
     "AppendMessageStatus",
     "DefaultMessageStore",
     "FlushDiskType",
+    "FlushDriver",
     "GetMessageResult",
     "GetMessageStatus",
     "MessageExtBrokerInner",
     "MessageFilter",
+    "MessageStore",
     "MessageStoreConfig",
     "PutMessageResult",
     "PutMessageStatus",
@@ -111,11 +112,81 @@ class QueryMessageResult:
     index_last_update_phyoffset: int = 0
 
 
-def _run_inline(fn: Callable[[], Any]) -> defer.Deferred[Any]:
-    try:
-        return defer.succeed(fn())
-    except Exception:
-        return defer.fail()
+class MessageStore(Protocol):
+    """Java's ``MessageStore`` interface as far as the broker uses it: what ``BrokerController`` depends on.
+
+    Statuses are the enums ``PutMessageStatus`` and ``GetMessageStatus``; compare them by identity.
+    """
+
+    def load(self) -> bool: ...
+
+    def start(self) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+    def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult: ...
+
+    def put_messages(self, batch: Sequence[MessageExtBrokerInner]) -> PutMessageResult: ...
+
+    def wait_for_flush(self, result: PutMessageResult) -> Deferred[PutMessageStatus]: ...
+
+    def get_message(  # noqa: PLR0917 - mirrors MessageStore.getMessage
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        message_filter: MessageFilter | None = None,
+    ) -> GetMessageResult: ...
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int: ...
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int: ...
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int: ...
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, consume_queue_offset: int) -> int: ...
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int: ...
+
+    def get_earliest_message_time_all(self) -> int: ...
+
+    def select_one_message_by_offset(
+        self, commit_log_offset: int, size: int | None = None
+    ) -> bytes | None: ...
+
+    def look_message_by_offset(self, commit_log_offset: int) -> MessageExt | None: ...
+
+    def query_message(
+        self, topic: str, key: str, max_num: int, begin: int, end: int
+    ) -> QueryMessageResult: ...
+
+    def get_min_phy_offset(self) -> int: ...
+
+    def get_max_phy_offset(self) -> int: ...
+
+    def get_queue_ids(self, topic: str) -> list[int]: ...
+
+    def delete_topics(self, topics: Iterable[str]) -> int: ...
+
+
+class FlushDriver(Protocol):
+    """Runs a writable store's flushing (``store_mirror.flush.TwistedFlushDriver`` on a reactor).
+
+    The store hands itself to :meth:`start` and asks :meth:`run` for blocking jobs; it never schedules
+    anything itself, so it needs no reactor and none is looked up behind the caller's back.
+    """
+
+    def start(self, store: DefaultMessageStore) -> None: ...
+
+    def run(self, job: Callable[[], None]) -> bool: ...
+
+    def wait_for_flush(self, result: PutMessageResult) -> Deferred[PutMessageStatus]: ...
+
+    def stop_services(self) -> None: ...
+
+    def stop(self) -> None: ...
 
 
 def _total_physical_memory() -> int:
@@ -136,8 +207,7 @@ class DefaultMessageStore:
         config: MessageStoreConfig | None = None,
         *,
         read_only: bool = False,
-        reactor: Any = None,
-        run_blocking: RunBlocking | None = None,
+        flush: FlushDriver | None = None,
         now_ms: Callable[[], int] | None = None,
     ) -> None:
         self.config = config if config is not None else MessageStoreConfig()
@@ -145,9 +215,7 @@ class DefaultMessageStore:
         self.store_dir = store_dir
         self.read_only = read_only
         self._now_ms = now_ms or (lambda: int(time.time() * 1000))
-        self._reactor = reactor
-        self._run_blocking_override = run_blocking
-        self._flush_thread: FlushThread | None = None
+        self._flush = flush
         self.delay = DelayTimeFn(parse_delay_levels(self.config.message_delay_level))
         self.commit_log = CommitLog(
             os.path.join(store_dir, "commitlog"),
@@ -173,10 +241,6 @@ class DefaultMessageStore:
         self.last_exit_ok = True
         self.shutdown_flag = True
         self._lock_fd = -1
-        self._group_commit: GroupCommitService | None = None
-        self._services: list[PeriodicFlushService] = []
-        self._clean_loop: LoopingCall | None = None
-        self._runner: RunBlocking | None = None
         self._lock_path = ""
 
     # ---- paths
@@ -291,7 +355,10 @@ class DefaultMessageStore:
         return [cq for queues in list(self.consume_queue_table.values()) for cq in list(queues.values())]
 
     def start(self) -> None:
-        """Take the lock, create ``abort`` and start the flush services (on ``reactor``)."""
+        """Take the lock, create ``abort`` and start the flush driver's services.
+
+        Without a driver nothing flushes in the background (tools, tests): the store flushes on shutdown.
+        """
         if self.read_only:
             self.shutdown_flag = False
             return
@@ -313,60 +380,8 @@ class DefaultMessageStore:
         with open(self.abort_file, "wb"):
             pass
         self.shutdown_flag = False
-        reactor = self._get_reactor()
-        run = self._run_blocking()
-        self._runner = run
-        if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
-            self._group_commit = GroupCommitService(
-                self._flush_commit_log_all,
-                lambda: self.commit_log.mapped_file_queue.flushed_where,
-                run,
-                reactor,
-                self.config.sync_flush_timeout,
-            )
-        else:
-            self._services.append(
-                PeriodicFlushService(
-                    self._flush_commit_log_periodic,
-                    run,
-                    reactor,
-                    interval_ms=self.config.flush_interval_commit_log,
-                    thorough_ms=self.config.flush_commit_log_thorough_interval,
-                    name="FlushRealTimeService",
-                )
-            )
-        self._services.append(
-            PeriodicFlushService(
-                self._flush_consume_queues,
-                run,
-                reactor,
-                interval_ms=self.config.flush_interval_consume_queue,
-                thorough_ms=self.config.flush_consume_queue_thorough_interval,
-                name="FlushConsumeQueueService",
-            )
-        )
-        for svc in self._services:
-            svc.start()
-        self._clean_loop = LoopingCall(self.clean_files_periodically)
-        self._clean_loop.clock = reactor
-        self._clean_loop.start(self.config.clean_resource_interval / 1000.0, now=False)
-
-    def _get_reactor(self) -> Any:
-        if self._reactor is None:
-            from twisted.internet import reactor
-
-            self._reactor = reactor
-        return self._reactor
-
-    def _run_blocking(self) -> RunBlocking:
-        if self._run_blocking_override is not None:
-            return self._run_blocking_override
-        reactor = self._get_reactor()
-        if not hasattr(reactor, "callFromThread"):
-            # A bare clock (twisted.internet.task.Clock) in unit tests: no threads, fsync inline.
-            return _run_inline
-        self._flush_thread = FlushThread(reactor)
-        return self._flush_thread.run
+        if self._flush is not None:
+            self._flush.start(self)
 
     def shutdown(self) -> None:
         """Flush everything, write the checkpoint, remove ``abort`` and release the lock."""
@@ -374,19 +389,13 @@ class DefaultMessageStore:
             self._close_files()
             return
         self.shutdown_flag = True
-        self._runner = None
-        for svc in self._services:
-            svc.stop()
-        self._services = []
-        if self._clean_loop is not None and self._clean_loop.running:
-            self._clean_loop.stop()
+        if self._flush is not None:
+            self._flush.stop_services()
         if not self.read_only:
-            self._flush_commit_log_all()
-            self._flush_consume_queues(True)
-        if self._group_commit is not None:
-            self._group_commit.stop()
-        if self._flush_thread is not None:
-            self._flush_thread.stop()
+            self.flush_commit_log_all()
+            self.flush_consume_queues(True)
+        if self._flush is not None:
+            self._flush.stop()
         if not self.read_only and self.checkpoint is not None:
             self.checkpoint.flush()
         self._close_files()
@@ -407,11 +416,15 @@ class DefaultMessageStore:
 
     # ---- flushing
 
-    def _flush_commit_log_all(self) -> None:
+    def flushed_where(self) -> int:
+        """How far the commitlog is fsynced."""
+        return self.commit_log.mapped_file_queue.flushed_where
+
+    def flush_commit_log_all(self) -> None:
         self.commit_log.mapped_file_queue.flush_all()
         self._note_physic_timestamp()
 
-    def _flush_commit_log_periodic(self, thorough: bool) -> None:
+    def flush_commit_log_periodic(self, thorough: bool) -> None:
         least = 0 if thorough else self.config.flush_commit_log_least_pages
         self.commit_log.flush(least)
         self._note_physic_timestamp()
@@ -421,7 +434,7 @@ class DefaultMessageStore:
         if ts and self.checkpoint is not None:
             self.checkpoint.physic_msg_timestamp = ts
 
-    def _flush_consume_queues(self, thorough: bool) -> None:
+    def flush_consume_queues(self, thorough: bool) -> None:
         least = 0 if thorough else self.config.flush_consume_queue_least_pages
         for cq in self._all_cqs():
             cq.flush(least)
@@ -438,9 +451,7 @@ class DefaultMessageStore:
                 self.checkpoint.index_msg_timestamp = full.end_timestamp
                 self.checkpoint.flush()
 
-        if self._runner is not None:
-            self._runner(flush)
-        else:
+        if self._flush is None or not self._flush.run(flush):
             flush()
 
     # ---- dispatch
@@ -478,16 +489,11 @@ class DefaultMessageStore:
             result.wait_store_msg_ok = batch[0].get_property(PROPERTY_WAIT) != "false"
         return result
 
-    def wait_for_flush(self, result: PutMessageResult) -> defer.Deferred[PutMessageStatus]:
+    def wait_for_flush(self, result: PutMessageResult) -> Deferred[PutMessageStatus]:
         """PUT_OK at once in ASYNC_FLUSH; in SYNC_FLUSH after the group commit fsynced past the record."""
-        if not result.is_ok():
-            return defer.succeed(result.status)
-        if self._group_commit is None:
-            return defer.succeed(PutMessageStatus.PUT_OK)
-        if not result.wait_store_msg_ok:
-            self._group_commit.wakeup_for(result.end_offset)
-            return defer.succeed(PutMessageStatus.PUT_OK)
-        return self._group_commit.submit(result.end_offset)
+        if self._flush is None:
+            raise ValueError("a store without a flush driver cannot wait for flushes")
+        return self._flush.wait_for_flush(result)
 
     # ---- reads
 

@@ -9,7 +9,7 @@ server address is configured.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.interfaces import IReactorTime
@@ -37,6 +37,9 @@ from rmqtwin.fakes.dispatch import Channel, Dispatcher
 from rmqtwin.fakes.namesrv_client import NamesrvClient
 from rmqtwin.store_mirror.config import DataVersion
 
+if TYPE_CHECKING:
+    from rmqtwin.store_mirror.message_store import MessageStore
+
 log = Logger()
 
 HOUSEKEEPING_INTERVAL = 10.0
@@ -50,7 +53,7 @@ class BrokerController:
         clock: IReactorTime,
         *,
         reactor: Any = None,
-        store: Any = None,
+        store: MessageStore | None = None,
     ) -> None:
         self.config = config
         self.store_dir = store_dir
@@ -70,7 +73,7 @@ class BrokerController:
         self.producers = ProducerManager()
         self.locks = RebalanceLockManager()
         self.stats = BrokerStats(clock.seconds)
-        self.store = store if store is not None else self._create_store()
+        self.store: MessageStore = store if store is not None else self._create_store()
         self.schedule = ScheduleMessageService(self, on_change=lambda: None)
         self.transactions = TransactionService(self)
         self.transaction_check = TransactionalMessageCheckService(self)
@@ -93,7 +96,8 @@ class BrokerController:
         return int(self.clock.seconds() * 1000)
 
     # -- wiring ----------------------------------------------------------------------------------
-    def _create_store(self) -> Any:
+    def _create_store(self) -> MessageStore:
+        from rmqtwin.store_mirror.flush import TwistedFlushDriver
         from rmqtwin.store_mirror.message_store import DefaultMessageStore, FlushDiskType, MessageStoreConfig
 
         c = self.config
@@ -108,7 +112,10 @@ class BrokerController:
             flush_disk_type=FlushDiskType[c.flush_disk_type],
         )
         return DefaultMessageStore(
-            self.store_dir, store_config, reactor=self.reactor or self.clock, now_ms=self.now_ms
+            self.store_dir,
+            store_config,
+            flush=TwistedFlushDriver(self.reactor or self.clock),
+            now_ms=self.now_ms,
         )
 
     def _build_dispatcher(self) -> Dispatcher:

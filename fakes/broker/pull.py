@@ -19,6 +19,7 @@ from rmqtwin.codec.java import java_string_hash
 from rmqtwin.fakes.broker.filter import FilterError, message_filter_for
 from rmqtwin.fakes.broker.topics import is_readable
 from rmqtwin.fakes.dispatch import Channel, decode_header_fast, require, response, suggest_todo
+from rmqtwin.store_mirror.message_store import GetMessageStatus
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
@@ -30,13 +31,13 @@ FLAG_SUBSCRIPTION = 0x4
 SUB_ALL = "*"
 
 _STATUS_CODES = {
-    "FOUND": ResponseCode.SUCCESS,
-    "MESSAGE_WAS_REMOVING": ResponseCode.PULL_RETRY_IMMEDIATELY,
-    "NO_MATCHED_MESSAGE": ResponseCode.PULL_RETRY_IMMEDIATELY,
-    "OFFSET_FOUND_NULL": ResponseCode.PULL_NOT_FOUND,
-    "OFFSET_OVERFLOW_BADLY": ResponseCode.PULL_OFFSET_MOVED,
-    "OFFSET_OVERFLOW_ONE": ResponseCode.PULL_NOT_FOUND,
-    "OFFSET_TOO_SMALL": ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.FOUND: ResponseCode.SUCCESS,
+    GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
 }
 
 
@@ -71,12 +72,14 @@ class TagMessageFilter:
         codes = [] if subscription is None else subscription.get("codeSet") or []
         self.codes = {int(c) for c in codes}
 
-    def is_matched_by_consume_queue(self, tags_code: int | None, cq_ext: Any = None) -> bool:
+    def is_matched_by_consume_queue(self, tags_code: int | None, cq_ext: object | None = None) -> bool:
         if self.all or tags_code is None:
             return True
         return _to_int32(tags_code) in self.codes
 
-    def is_matched_by_commit_log(self, msg_buffer: Any = None, properties: Any = None) -> bool:
+    def is_matched_by_commit_log(
+        self, msg_buffer: bytes | None = None, properties: dict[str, str] | None = None
+    ) -> bool:
         return True
 
     def __call__(self, tags_code: int | None) -> bool:
@@ -278,14 +281,14 @@ class PullProcessor:
         store_offset = allow_suspend and has_commit and broker.config.broker_role != "SLAVE"
         commit_offset = require(header.commit_offset, "commitOffset") if store_offset else 0
         result = broker.store.get_message(group, topic, queue_id, queue_offset, max_msg_nums, message_filter)
-        status = result.status.name
+        status = result.status
         answer_header = PullMessageResponseHeader(
             suggest_which_broker_id=0,
             next_begin_offset=result.next_begin_offset,
             min_offset=result.min_offset,
             max_offset=result.max_offset,
         )
-        if status in ("NO_MATCHED_LOGIC_QUEUE", "NO_MESSAGE_IN_QUEUE"):
+        if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
             code = ResponseCode.PULL_OFFSET_MOVED if queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
         else:
             code = _STATUS_CODES.get(status, ResponseCode.SYSTEM_ERROR)
@@ -294,7 +297,7 @@ class PullProcessor:
         if code == ResponseCode.SUCCESS:
             body = b"".join(bytes(buf) for buf in result.message_buffers)
             broker.stats.on_get(topic, len(result.message_buffers))
-            answer = response(code, status, answer_header, body)
+            answer = response(code, status.name, answer_header, body)
         elif code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
             timeout = (
                 suspend_millis
@@ -310,7 +313,7 @@ class PullProcessor:
             self.hold.suspend(topic, queue_id, pull)
             answer = None
         else:
-            answer = response(code, status, answer_header)
+            answer = response(code, status.name, answer_header)
 
         if store_offset:
             broker.offsets.commit_offset(group, topic, queue_id, commit_offset)

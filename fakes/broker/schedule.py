@@ -10,15 +10,17 @@ parked again. Offsets per level are what ``delayOffset.json`` holds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
 from rmqtwin.codec.errors import CodecError
-from rmqtwin.codec.message import decode_message_record
+from rmqtwin.codec.message import MessageExt, decode_message_record
 from rmqtwin.fakes.broker.topics import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
+from rmqtwin.store_mirror.commitlog import PutMessageStatus
 from rmqtwin.store_mirror.config import ScheduleOffsets
+from rmqtwin.store_mirror.message_store import GetMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
 
 if TYPE_CHECKING:
@@ -63,7 +65,7 @@ class ScheduleMessageService(ScheduleOffsets):
             moved = False
             while offset < max_offset:
                 result = store.get_message(SCHEDULE_GROUP, SCHEDULE_TOPIC, queue_id, offset, 32, None)
-                if result.status.name != "FOUND":
+                if result.status is not GetMessageStatus.FOUND:
                     if result.next_begin_offset > offset:
                         offset, moved = result.next_begin_offset, True
                         continue
@@ -91,7 +93,7 @@ class ScheduleMessageService(ScheduleOffsets):
             self.on_change()
         return delivered
 
-    def _deliver(self, msg: Any) -> bool:
+    def _deliver(self, msg: MessageExt) -> bool:
         props = dict(msg.properties)
         real_topic = props.get("REAL_TOPIC")
         if real_topic is None or real_topic == TRANS_HALF_TOPIC:
@@ -113,7 +115,7 @@ class ScheduleMessageService(ScheduleOffsets):
             reconsume_times=msg.reconsume_times,
         )
         result = self.broker.store.put_message(inner)
-        if result.status.name != "PUT_OK":
+        if result.status is not PutMessageStatus.PUT_OK:
             log.warn(
                 "schedule re-put of {topic} failed: {status}", topic=real_topic, status=result.status.name
             )

@@ -11,8 +11,6 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
-from twisted.internet.defer import Deferred
-
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.headers import (
@@ -33,12 +31,27 @@ from rmqtwin.fakes.broker.topics import (
     is_writeable,
     validate_topic,
 )
-from rmqtwin.fakes.dispatch import Channel, decode_header, decode_header_fast, response, suggest_todo
+from rmqtwin.fakes.dispatch import (
+    Channel,
+    HandlerResult,
+    decode_header,
+    decode_header_fast,
+    response,
+    suggest_todo,
+)
+from rmqtwin.store_mirror.commitlog import PutMessageResult, PutMessageStatus
 from rmqtwin.store_mirror.record import (
     MULTI_TAGS_FLAG,
     MessageExtBrokerInner,
     properties_to_string,
 )
+
+_FLUSH_CODES = {
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+"""A SYNC_FLUSH send the store kept but could not flush in time: SUCCESS's siblings, as Java answers."""
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
@@ -222,7 +235,7 @@ class SendProcessor:
         try:
             items = decode_batch(request.body or b"")
         except CodecError:
-            return self._failed_put("MESSAGE_ILLEGAL")
+            return self._failed_put(PutMessageStatus.MESSAGE_ILLEGAL)
         born_host = _host_tuple(channel.remote_addr)
         born_timestamp = header.born_timestamp
         reconsume_times = header.reconsume_times or 0
@@ -251,18 +264,19 @@ class SendProcessor:
                 )
             )
         if not batch:
-            return self._failed_put("MESSAGE_ILLEGAL")
+            return self._failed_put(PutMessageStatus.MESSAGE_ILLEGAL)
         result = broker.store.put_messages(batch)
         return self._handle_put_result(result, batch[0], queue_id, wait_store=props.get("WAIT") != "false")
 
-    def _handle_put_result(self, result: Any, msg: Any, queue_id: int, *, wait_store: bool) -> Any:
+    def _handle_put_result(
+        self, result: PutMessageResult, msg: MessageExtBrokerInner, queue_id: int, *, wait_store: bool
+    ) -> HandlerResult:
         broker = self.broker
-        status = result.status.name
-        if status != "PUT_OK" or result.append is None:
-            return self._failed_put(status)
+        if result.status is not PutMessageStatus.PUT_OK or result.append is None:
+            return self._failed_put(result.status)
         append = result.append
         topic = msg.topic
-        broker.stats.on_put(topic, int(getattr(append, "msg_num", 1) or 1))
+        broker.stats.on_put(topic, append.msg_num or 1)
         broker.notify_message_arriving(topic, msg.queue_id)
         ext_fields = SendMessageResponseHeader(
             msg_id=append.msg_id,
@@ -273,24 +287,21 @@ class SendProcessor:
         )
         if not wait_store or not broker.sync_flush:
             return response(ext_fields=ext_fields)
-        flushed: Deferred[Any] = broker.store.wait_for_flush(result)
+        flushed = broker.store.wait_for_flush(result)
 
-        def answer(flush_status: Any) -> RemotingCommand:
-            code = ResponseCode.SUCCESS
-            name = getattr(flush_status, "name", "PUT_OK")
-            if name in ("FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"):
-                code = ResponseCode[name]
+        def answer(flush_status: PutMessageStatus) -> RemotingCommand:
+            code = _FLUSH_CODES.get(flush_status, ResponseCode.SUCCESS)
             return response(code, ext_fields=ext_fields)
 
         return flushed.addCallback(answer)
 
-    def _failed_put(self, status: str) -> RemotingCommand:
+    def _failed_put(self, status: PutMessageStatus) -> RemotingCommand:
         ext_fields = self._send_response_ext()
-        if status == "CREATE_MAPEDFILE_FAILED":
+        if status is PutMessageStatus.CREATE_MAPEDFILE_FAILED:
             return response(
                 ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken.", ext_fields
             )
-        if status in ("MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED"):
+        if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
             return response(
                 ResponseCode.MESSAGE_ILLEGAL,
                 "the message is illegal, maybe msg body or properties length not matched. "
@@ -298,7 +309,7 @@ class SendProcessor:
                 "msg properties length limit 32KB.",
                 ext_fields,
             )
-        if status == "SERVICE_NOT_AVAILABLE":
+        if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
             return response(
                 ResponseCode.SERVICE_NOT_AVAILABLE,
                 "service not available now. It may be caused by one of the following reasons: "
@@ -306,11 +317,11 @@ class SendProcessor:
                 "message store has been shut down, etc.",
                 ext_fields,
             )
-        if status == "OS_PAGECACHE_BUSY":
+        if status is PutMessageStatus.OS_PAGECACHE_BUSY:
             return response(
                 ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
             )
-        if status == "UNKNOWN_ERROR":
+        if status is PutMessageStatus.UNKNOWN_ERROR:
             return response(ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR", ext_fields)
         return response(ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT", ext_fields)
 
@@ -378,7 +389,7 @@ class SendProcessor:
             reconsume_times=msg_ext.reconsume_times + 1,
         )
         result = broker.store.put_message(msg)
-        if result.status.name == "PUT_OK":
+        if result.status is PutMessageStatus.PUT_OK:
             broker.notify_message_arriving(msg.topic, msg.queue_id)
             return response()
         return response(ResponseCode.SYSTEM_ERROR, result.status.name)

@@ -21,6 +21,7 @@ from rmqtwin.codec.headers import (
 from rmqtwin.codec.message import MessageConst, MessageExt
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from rmqtwin.fakes.dispatch import Channel, response
+from rmqtwin.store_mirror.commitlog import PutMessageStatus
 from rmqtwin.store_mirror.record import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
@@ -98,11 +99,11 @@ class TransactionService:
                 prepared_transaction_offset=commit_log_offset,
             )
             result = self.broker.store.put_message(inner)
-            if result.status.name not in (
-                "PUT_OK",
-                "FLUSH_DISK_TIMEOUT",
-                "FLUSH_SLAVE_TIMEOUT",
-                "SLAVE_NOT_AVAILABLE",
+            if result.status not in (
+                PutMessageStatus.PUT_OK,
+                PutMessageStatus.FLUSH_DISK_TIMEOUT,
+                PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+                PutMessageStatus.SLAVE_NOT_AVAILABLE,
             ):
                 return response(ResponseCode.SYSTEM_ERROR, result.status.name)
             self.broker.notify_message_arriving(real_topic, inner.queue_id)

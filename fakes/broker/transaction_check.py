@@ -40,6 +40,8 @@ from rmqtwin.fakes.broker.topics import (
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
 )
+from rmqtwin.store_mirror.commitlog import PutMessageStatus
+from rmqtwin.store_mirror.message_store import GetMessageResult, GetMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
 
 if TYPE_CHECKING:
@@ -54,7 +56,6 @@ OFFSET_SEPARATOR = ","
 PROPERTY_CHECK_TIMES = MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES
 PROPERTY_IMMUNITY = MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS
 PROPERTY_PREPARED_QUEUE_OFFSET = MessageConst.PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET
-_PUT_OK = "PUT_OK"
 GET_AVAILABLE_CHANNEL_RETRY_COUNT = 3
 
 
@@ -204,7 +205,9 @@ class TransactionalMessageCheckService:
         report.half_offset, report.op_offset = new_offset, new_op_offset
 
     # -- reading ---------------------------------------------------------------------------------
-    def _read(self, topic: str, queue_id: int, offset: int, nums: int) -> tuple[list[MessageExt], Any]:
+    def _read(
+        self, topic: str, queue_id: int, offset: int, nums: int
+    ) -> tuple[list[MessageExt], GetMessageResult]:
         result = self.broker.store.get_message(TRANS_CHECK_GROUP, topic, queue_id, offset, nums)
         found = []
         for buf in result.message_buffers:
@@ -251,12 +254,11 @@ class TransactionalMessageCheckService:
         found, result = self._read(TRANS_HALF_TOPIC, queue_id, offset, 1)
         if found:
             return found[0], None
-        status = result.status.name
-        if status in (
-            "NO_MESSAGE_IN_QUEUE",
-            "OFFSET_OVERFLOW_ONE",
-            "OFFSET_FOUND_NULL",
-            "NO_MATCHED_LOGIC_QUEUE",
+        if result.status in (
+            GetMessageStatus.NO_MESSAGE_IN_QUEUE,
+            GetMessageStatus.OFFSET_OVERFLOW_ONE,
+            GetMessageStatus.OFFSET_FOUND_NULL,
+            GetMessageStatus.NO_MATCHED_LOGIC_QUEUE,
         ):
             return None, None
         next_begin = int(result.next_begin_offset)
@@ -320,12 +322,12 @@ class TransactionalMessageCheckService:
             prepared if prepared is not None else str(msg.queue_offset)
         )
         inner.properties_string = properties_to_string(inner.properties)
-        return self.broker.store.put_message(inner).status.name == _PUT_OK
+        return self.broker.store.put_message(inner).status is PutMessageStatus.PUT_OK
 
     def _put_back_half_msg(self, msg: MessageExt) -> MessageExt | None:
         """Append a copy to the half queue; the check then names the copy (offsets, offset msgId)."""
         result = self.broker.store.put_message(self._renew_half_message_inner(msg))
-        if result.status.name != _PUT_OK or result.append is None:
+        if result.status is not PutMessageStatus.PUT_OK or result.append is None:
             log.error(
                 "put back of half message {msg_id} failed: {status}", msg_id=msg.msg_id, status=result.status
             )
@@ -347,7 +349,7 @@ class TransactionalMessageCheckService:
         inner.topic, inner.queue_id = TRANS_CHECK_MAX_TIME_TOPIC, 0
         inner.flag, inner.reconsume_times = msg.flag, msg.reconsume_times
         result = broker.store.put_message(inner)
-        if result.status.name != _PUT_OK:
+        if result.status is not PutMessageStatus.PUT_OK:
             log.error(
                 "discarding half message {msg_id} failed: {status}", msg_id=msg.msg_id, status=result.status
             )

@@ -15,6 +15,7 @@ from rmqtwin.codec.connection import RemotingConnection, RequestReceived, Respon
 from rmqtwin.fakes.broker.controller import BrokerController
 from rmqtwin.fakes.config import BrokerConfig
 from rmqtwin.fakes.server import RemotingProtocol
+from rmqtwin.store_mirror.flush import TwistedFlushDriver
 from rmqtwin.store_mirror.message_store import DefaultMessageStore, MessageStoreConfig
 
 _port = [50000]
@@ -83,8 +84,7 @@ def make_broker(tmp_path: Any, clock: Clock, **props: str) -> BrokerController:
     store = DefaultMessageStore(
         store_dir,
         store_config,
-        reactor=clock,
-        run_blocking=defer.maybeDeferred,
+        flush=TwistedFlushDriver(clock, defer.maybeDeferred),
         now_ms=lambda: int(clock.seconds() * 1000),
     )
     broker = BrokerController(config, store_dir, clock, store=store)

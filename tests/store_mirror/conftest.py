@@ -9,6 +9,7 @@ import pytest
 from twisted.internet import defer
 from twisted.internet.task import Clock
 
+from rmqtwin.store_mirror.flush import TwistedFlushDriver
 from rmqtwin.store_mirror.message_store import DefaultMessageStore, MessageStoreConfig
 from rmqtwin.store_mirror.record import MessageExtBrokerInner
 
@@ -49,8 +50,7 @@ class StoreFactory:
         store = DefaultMessageStore(
             self.root,
             config or small_config(),
-            reactor=self.clock,
-            run_blocking=kw.pop("run_blocking", run_inline),
+            flush=TwistedFlushDriver(self.clock, kw.pop("run_blocking", run_inline)),
             now_ms=self.now_ms,
             **kw,
         )

@@ -11,6 +11,7 @@ import sys
 
 from twisted.internet import reactor
 
+from rmqtwin.store_mirror.flush import TwistedFlushDriver
 from rmqtwin.store_mirror.message_store import DefaultMessageStore, MessageStoreConfig, PutMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner
 from rmqtwin.store_mirror.store_config import FlushDiskType
@@ -32,7 +33,7 @@ def main() -> None:
         max_index_num=256,
         flush_disk_type=FlushDiskType.SYNC_FLUSH,
     )
-    store = DefaultMessageStore(store_dir, cfg, reactor=reactor)
+    store = DefaultMessageStore(store_dir, cfg, flush=TwistedFlushDriver(reactor))
     if not store.load():
         sys.exit(2)
     store.start()
