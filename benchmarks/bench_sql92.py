@@ -21,7 +21,7 @@ from typing import Any
 from rmqtwin.fakes.broker.filter import SqlMessageFilter
 from rmqtwin.fakes.broker.pull import TagMessageFilter, build_subscription_data
 from rmqtwin.fakes.broker.sql92 import compile_selector, matches
-from rmqtwin.store_mirror.message_store import DefaultMessageStore, MessageStoreConfig
+from rmqtwin.store_mirror.message_store import DefaultMessageStore, MessageStoreConfig, PutMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
 
 TOPIC = "BenchSql"
@@ -44,7 +44,7 @@ def fill(store: DefaultMessageStore, count: int) -> list[dict[str, str]]:
             store_host=("127.0.0.1", 10911),
         )
         result = store.put_message(msg)
-        assert result.status.name == "PUT_OK", result.status
+        assert result.status is PutMessageStatus.PUT_OK, result.status
     return props_list
 
 
