@@ -83,6 +83,15 @@ def _client_ids(value: Json, ctx: Mapping[str, str]) -> Json:
     return _texts(value, lambda s: _CLIENT_ID_RE.sub("<clientId>", s))
 
 
+QUEUE_POSITION_FIELDS = frozenset({"MIN_OFFSET", "MAX_OFFSET"})
+
+
+def _interleaving(value: Json, ctx: Mapping[str, str]) -> Json:
+    """A delivered message's MIN_OFFSET/MAX_OFFSET: where its queue stood at pull time, which depends on
+    how the producer spread messages over queues (events themselves are keyed by body, not by order)."""
+    return _fields(value, QUEUE_POSITION_FIELDS, "<queue position>")
+
+
 def _names(value: Json, ctx: Mapping[str, str]) -> Json:
     """The run's unique topic/group names back to the scenario's ``$variables``."""
     pairs = sorted(ctx.items(), key=lambda kv: -len(kv[1]))
@@ -108,11 +117,15 @@ NORMALISERS: dict[str, tuple[str, Callable[[Json, Mapping[str, str]], Json]]] = 
     "clientId": ("client ids (ip@pid#...)", _client_ids),
     "msgId": ("message ids, offset msgIds, transaction ids (minted per run)", _msg_ids),
     "timestamps": ("epoch-millisecond values and printed dates", _timestamps),
+    "interleaving": (
+        "MIN_OFFSET/MAX_OFFSET of a delivered message (how sends spread over queues)",
+        _interleaving,
+    ),
     "brokerName": ("broker names", _broker_names),
 }
 """Name -> (what it discounts, function). Applied in this order; a scenario may skip some by name."""
 
-DEFAULT_NORMALISERS = ("names", "hosts", "clientId", "msgId", "timestamps")
+DEFAULT_NORMALISERS = ("names", "hosts", "clientId", "msgId", "timestamps", "interleaving")
 
 
 def normalise(value: Json, ctx: Mapping[str, str], names: tuple[str, ...] = DEFAULT_NORMALISERS) -> Json:
