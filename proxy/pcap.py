@@ -38,7 +38,14 @@ from rmqtwin.proxy.capture import (
     read_records,
 )
 
-__all__ = ["DEFAULT_SERVER_PORTS", "PcapImportStats", "from_pcap", "to_pcap"]
+__all__ = [
+    "DEFAULT_SERVER_PORTS",
+    "PcapImportStats",
+    "TcpReassembler",
+    "from_pcap",
+    "pcap_records",
+    "to_pcap",
+]
 
 DEFAULT_SERVER_PORTS = frozenset({9876, 10911, 10909, 8080, 8081})
 """Ports taken as the server side of a flow whose SYN is not in the pcap."""
@@ -216,6 +223,10 @@ class PcapImportStats:
     retransmitted_bytes: int = 0
     out_of_order_segments: int = 0
     undelivered_bytes: int = 0
+    """Bytes after a missing TCP segment (never completed before the flow closed or the pcap ended)."""
+    raw_chunks: int = 0
+    """Unframed chunks of streams that are not RocketMQ remoting (recorded with FLAG_RAW)."""
+    non_rocketmq_flows: int = 0
 
 
 _ETH_IP4 = 0x0800
@@ -309,46 +320,142 @@ def _packets(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, bytes]]:
         reader.close()
 
 
-def from_pcap(
-    pcap: str | os.PathLike[str],
-    out: str | os.PathLike[str],
-    *,
-    server_ports: Iterable[int] = DEFAULT_SERVER_PORTS,
-    redact: bool = True,
-    rotate_bytes: int = 256 * 1024 * 1024,
-) -> PcapImportStats:
-    """Convert a tcpdump capture of RocketMQ traffic into an rmqtwin capture at ``out``."""
-    servers = set(server_ports)
-    stats = PcapImportStats()
-    flows: dict[tuple[tuple[str, int], tuple[str, int]], tuple[_Flow, int]] = {}
-    writer = CaptureWriter(
-        out,
-        rotate_bytes=rotate_bytes,
-        metadata={"source": os.fspath(pcap), "tool": "from-pcap"},
-        wall_ns=time.time_ns(),
-    )
+class TcpReassembler:
+    """TCP reassembly of RocketMQ flows into capture records: packets in, records out (sans-IO).
 
-    def emit_frames(flow: _Flow, direction: int, chunk: bytes, ts: int) -> None:
-        splitter = flow.halves[direction].splitter
-        frames = [(frame, 0) for frame in splitter.feed(chunk)]
-        stats.frames += len(frames)
-        if splitter.raw:
-            frames += [(raw, FLAG_RAW) for raw in splitter.take_raw()]
-        for frame, flags in frames:
-            rec = frame_record(
-                direction=direction,
+    Per flow and direction, out-of-order segments wait for the gap to fill and retransmissions and
+    overlaps are trimmed; each direction's bytes then go through the proxy's frame splitter, so both
+    header serializations come out decoded. ``from_pcap`` and the Spark ``pcap`` data source both feed
+    packets here; ``stats`` counts what could not be delivered.
+    """
+
+    def __init__(self, server_ports: Iterable[int] = DEFAULT_SERVER_PORTS, *, redact: bool = True) -> None:
+        self.servers = frozenset(server_ports)
+        self.redact = redact
+        self.stats = PcapImportStats()
+        self._flows: dict[tuple[tuple[str, int], tuple[str, int]], tuple[_Flow, int]] = {}
+        self._out: list[Record] = []
+
+    def packet(self, ts: int, linktype: int, data: bytes) -> list[Record]:
+        """The records one captured packet completes (OPEN, FRAMEs, CLOSE), in order."""
+        self.stats.packets += 1
+        parsed = _tcp(linktype, data)
+        if parsed is None:
+            return []
+        self.stats.tcp_segments += 1
+        src, dst, sport, dport, seq, flags, payload = parsed
+        flow, direction = self._flow(ts, (src, sport), (dst, dport), flags)
+        half = flow.halves[direction]
+        if flags & _SYN:
+            half.next_seq = (seq + 1) & 0xFFFFFFFF
+            seq = (seq + 1) & 0xFFFFFFFF
+        if payload and not flow.closed:
+            self._deliver(flow, direction, seq, payload, ts)
+        if flags & (_FIN | _RST) and not flow.closed:
+            half.fin = True
+            if flags & _RST or all(h.fin for h in flow.halves):
+                who = "client" if direction == DIR_TO_SERVER else "upstream"
+                self._close(flow, ts, f"{who} closed ({'RST' if flags & _RST else 'FIN'})")
+        out, self._out = self._out, []
+        return out
+
+    def finish(self) -> None:
+        """End of the pcap: bytes still waiting for a missing segment count as undelivered."""
+        for flow, direction in self._flows.values():
+            if not flow.closed and direction == DIR_TO_SERVER:
+                self._count_undelivered(flow)
+
+    def _count_undelivered(self, flow: _Flow) -> None:
+        for h in flow.halves:
+            lost = sum(len(p) for p in h.pending.values()) + h.splitter.buffered
+            self.stats.undelivered_bytes += lost
+            h.pending.clear()
+        if any(h.splitter.raw for h in flow.halves):
+            self.stats.non_rocketmq_flows += 1
+
+    def _flow(self, ts: int, src: tuple[str, int], dst: tuple[str, int], flags: int) -> tuple[_Flow, int]:
+        flows = self._flows
+        key_fwd = (src, dst)
+        entry = flows.get(key_fwd)
+        if entry is None:
+            entry_rev = flows.get((dst, src))
+            if entry_rev is not None and not entry_rev[0].closed:
+                entry = flows[key_fwd] = (entry_rev[0], 1 - entry_rev[1])
+        if entry is not None and entry[0].closed and flags & _SYN and not flags & _ACK:
+            entry = None  # a new connection reusing the 4-tuple
+        if entry is not None:
+            return entry
+        # Who is the client: the SYN sender; else the side not on a server port; else the higher port.
+        sport, dport = src[1], dst[1]
+        if flags & _SYN and not flags & _ACK:
+            client_is_src = True
+        elif flags & _SYN:
+            client_is_src = False
+        elif dport in self.servers and sport not in self.servers:
+            client_is_src = True
+        elif sport in self.servers and dport not in self.servers:
+            client_is_src = False
+        else:
+            client_is_src = sport >= dport
+        self.stats.flows += 1
+        c, s = (src, dst) if client_is_src else (dst, src)
+        flow = _Flow(self.stats.flows, Endpoint(*c), Endpoint(*s), (_Half(), _Half()))
+        d = DIR_TO_SERVER if client_is_src else DIR_TO_CLIENT
+        flows[key_fwd] = (flow, d)
+        flows[(dst, src)] = (flow, 1 - d)
+        self._out.append(
+            event_record(
+                REC_OPEN,
                 mono_ns=ts,
                 wall_ns=ts,
                 conn_id=flow.conn_id,
                 client=flow.client,
                 server=flow.server,
-                frame=frame,
-                flags=flags,
-                redact=redact,
+                data=b'{"kind":"pcap"}',
             )
-            writer.write(rec)
+        )
+        return flow, d
 
-    def deliver(flow: _Flow, direction: int, seq: int, payload: bytes, ts: int) -> None:
+    def _close(self, flow: _Flow, ts: int, reason: str) -> None:
+        flow.closed = True
+        self._count_undelivered(flow)
+        self._out.append(
+            event_record(
+                REC_CLOSE,
+                mono_ns=ts,
+                wall_ns=ts,
+                conn_id=flow.conn_id,
+                client=flow.client,
+                server=flow.server,
+                data=reason.encode(),
+            )
+        )
+
+    def _emit_frames(self, flow: _Flow, direction: int, chunk: bytes, ts: int) -> None:
+        splitter = flow.halves[direction].splitter
+        frames = [(frame, 0) for frame in splitter.feed(chunk)]
+        self.stats.frames += len(frames)
+        if splitter.raw:
+            raw = splitter.take_raw()
+            self.stats.raw_chunks += len(raw)
+            frames += [(chunk, FLAG_RAW) for chunk in raw]
+        for frame, flags in frames:
+            self._out.append(
+                frame_record(
+                    direction=direction,
+                    mono_ns=ts,
+                    wall_ns=ts,
+                    conn_id=flow.conn_id,
+                    client=flow.client,
+                    server=flow.server,
+                    frame=frame,
+                    flags=flags,
+                    redact=self.redact,
+                )
+            )
+
+    def _deliver(self, flow: _Flow, direction: int, seq: int, payload: bytes, ts: int) -> None:
+        stats = self.stats
         half = flow.halves[direction]
         if half.next_seq is None:
             half.next_seq = seq
@@ -367,7 +474,7 @@ def from_pcap(
             if len(payload) > len(half.pending.get(seq, b"")):
                 half.pending[seq] = payload
             return
-        emit_frames(flow, direction, payload, ts)
+        self._emit_frames(flow, direction, payload, ts)
         half.next_seq = (seq + len(payload)) & 0xFFFFFFFF
         while half.pending:
             progressed = False
@@ -377,7 +484,7 @@ def from_pcap(
                     data = half.pending.pop(pseq)
                     skip = 0 if poff == 0 else (half.next_seq - pseq) & 0xFFFFFFFF
                     if skip < len(data):
-                        emit_frames(flow, direction, data[skip:], ts)
+                        self._emit_frames(flow, direction, data[skip:], ts)
                         half.next_seq = (half.next_seq + len(data) - skip) & 0xFFFFFFFF
                     else:
                         stats.retransmitted_bytes += len(data)
@@ -385,83 +492,35 @@ def from_pcap(
             if not progressed:
                 break
 
-    try:
-        for ts, linktype, data in _packets(pcap):
-            stats.packets += 1
-            parsed = _tcp(linktype, data)
-            if parsed is None:
-                continue
-            stats.tcp_segments += 1
-            src, dst, sport, dport, seq, flags, payload = parsed
-            key_fwd = ((src, sport), (dst, dport))
-            entry = flows.get(key_fwd)
-            if entry is None:
-                entry_rev = flows.get((key_fwd[1], key_fwd[0]))
-                if entry_rev is not None and not entry_rev[0].closed:
-                    flow = entry_rev[0]
-                    direction = 1 - entry_rev[1]
-                    flows[key_fwd] = (flow, direction)
-                    entry = flows[key_fwd]
-            if entry is not None and entry[0].closed and flags & _SYN and not flags & _ACK:
-                entry = None  # a new connection reusing the 4-tuple
-            if entry is None:
-                # Who is the client: the SYN sender; else the side not on a server port; else the higher port.
-                if flags & _SYN and not flags & _ACK:
-                    client_is_src = True
-                elif flags & _SYN:
-                    client_is_src = False
-                elif dport in servers and sport not in servers:
-                    client_is_src = True
-                elif sport in servers and dport not in servers:
-                    client_is_src = False
-                else:
-                    client_is_src = sport >= dport
-                stats.flows += 1
-                c, s = (key_fwd[0], key_fwd[1]) if client_is_src else (key_fwd[1], key_fwd[0])
-                flow = _Flow(stats.flows, Endpoint(*c), Endpoint(*s), (_Half(), _Half()))
-                d = DIR_TO_SERVER if client_is_src else DIR_TO_CLIENT
-                flows[key_fwd] = (flow, d)
-                flows[(key_fwd[1], key_fwd[0])] = (flow, 1 - d)
-                writer.write(
-                    event_record(
-                        REC_OPEN,
-                        mono_ns=ts,
-                        wall_ns=ts,
-                        conn_id=flow.conn_id,
-                        client=flow.client,
-                        server=flow.server,
-                        data=b'{"kind":"pcap"}',
-                    )
-                )
-                entry = flows[key_fwd]
-            flow, direction = entry
-            half = flow.halves[direction]
-            if flags & _SYN:
-                half.next_seq = (seq + 1) & 0xFFFFFFFF
-                seq = (seq + 1) & 0xFFFFFFFF
-            if payload and not flow.closed:
-                deliver(flow, direction, seq, payload, ts)
-            if flags & (_FIN | _RST) and not flow.closed:
-                half.fin = True
-                if flags & _RST or all(h.fin for h in flow.halves):
-                    flow.closed = True
-                    who = "client" if direction == DIR_TO_SERVER else "upstream"
-                    for h in flow.halves:
-                        stats.undelivered_bytes += sum(len(p) for p in h.pending.values())
-                    writer.write(
-                        event_record(
-                            REC_CLOSE,
-                            mono_ns=ts,
-                            wall_ns=ts,
-                            conn_id=flow.conn_id,
-                            client=flow.client,
-                            server=flow.server,
-                            data=f"{who} closed ({'RST' if flags & _RST else 'FIN'})".encode(),
-                        )
-                    )
-    finally:
-        writer.close()
-    return stats
+
+def pcap_records(pcap: str | os.PathLike[str], reassembler: TcpReassembler | None = None) -> Iterator[Record]:
+    """Every record a pcap/pcapng file gives through ``reassembler`` (a default one if ``None``);
+    its ``stats`` are complete once the iterator is exhausted."""
+    reasm = reassembler or TcpReassembler()
+    for ts, linktype, data in _packets(pcap):
+        yield from reasm.packet(ts, linktype, data)
+    reasm.finish()
+
+
+def from_pcap(
+    pcap: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    server_ports: Iterable[int] = DEFAULT_SERVER_PORTS,
+    redact: bool = True,
+    rotate_bytes: int = 256 * 1024 * 1024,
+) -> PcapImportStats:
+    """Convert a tcpdump capture of RocketMQ traffic into an rmqtwin capture at ``out``."""
+    reassembler = TcpReassembler(server_ports, redact=redact)
+    with CaptureWriter(
+        out,
+        rotate_bytes=rotate_bytes,
+        metadata={"source": os.fspath(pcap), "tool": "from-pcap"},
+        wall_ns=time.time_ns(),
+    ) as writer:
+        for rec in pcap_records(pcap, reassembler):
+            writer.write(rec)
+    return reassembler.stats
 
 
 def frames_by_direction(capture: str | os.PathLike[str]) -> dict[tuple[int, int], bytes]:
