@@ -10,7 +10,7 @@ __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
-    spark = subparsers.add_parser("spark", help="PySpark jobs over captures")
+    spark = subparsers.add_parser("spark", help="PySpark jobs over captures, pcaps and broker stores")
     sub = spark.add_subparsers(dest="spark_command", metavar="JOB", required=True)
     replay = sub.add_parser(
         "replay",
@@ -53,6 +53,30 @@ def register(subparsers: Any) -> None:
     replay.add_argument("--secret-key")
     replay.add_argument("--timeout", type=float, default=30.0, help="seconds an answer may take")
     replay.set_defaults(handler=_replay)
+    ingest = sub.add_parser(
+        "ingest", help="captures, pcaps and stores as the frames, exchanges and messages tables"
+    )
+    ingest.add_argument("inputs", nargs="+", metavar="INPUT", help="capture, pcap/pcapng or store directory")
+    ingest.add_argument("--out", required=True, metavar="DIR")
+    ingest.add_argument("--master", metavar="URL", help="Spark master (default local[2])")
+    ingest.add_argument("--raw", action="store_true", help="keep every frame's bytes in frames.raw")
+    ingest.add_argument("--strict", action="store_true", help="fail if any input is damaged")
+    ingest.set_defaults(handler=_ingest)
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from rmqtwin.spark.ingest import IngestError, ingest
+    from rmqtwin.spark.session import spark_session
+
+    spark = spark_session(args.master)
+    try:
+        ingest(spark, args.inputs, args.out, raw=args.raw, strict=args.strict)
+    except IngestError as exc:
+        print(f"rmqtwin spark ingest: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        spark.stop()
+    return 0
 
 
 def _replay(args: argparse.Namespace) -> int:

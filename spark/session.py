@@ -1,4 +1,5 @@
-"""The one way this project builds a SparkSession: loopback-bound, the venv's Python in the workers."""
+"""The one way this project builds a SparkSession: loopback-bound, the venv's Python in the workers,
+the rmqtwin data sources registered."""
 
 from __future__ import annotations
 
@@ -31,7 +32,11 @@ def spark_session(
         .config("spark.pyspark.python", sys.executable)
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.speculation", "false")
+        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
     )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    from rmqtwin.spark import register
+
+    register(spark)
     return spark
