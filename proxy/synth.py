@@ -71,6 +71,12 @@ class _Synth:
         self.queues: dict[tuple[str, int], _Queue] = {}
         self.events: list[tuple[int, int, object]] = []  # (mono ns, tie, action)
         self.tie = 0
+        self.pool = self.rng.randbytes(1 << 16)
+
+    def body(self, size: int) -> bytes:
+        """``size`` bytes cut at a random place of a random pool: cheap, and deterministic per seed."""
+        start = self.rng.randrange(len(self.pool) - size)
+        return self.pool[start : start + size]
 
     def at(self, when: int, action: object) -> None:
         self.tie += 1
@@ -171,7 +177,7 @@ class _Synth:
                 msgs.append(
                     MessageExt(
                         topic=topic,
-                        body=rng.randbytes(rng.choice((64, 200, 1024, 4096))),
+                        body=self.body(rng.choice((64, 200, 1024, 4096))),
                         properties={
                             MessageConst.PROPERTY_TAGS: rng.choice(("TagA", "TagB")),
                             MessageConst.PROPERTY_KEYS: f"k{self.stats.messages_sent}",
