@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode, request_code_name, response_code_name
-from rmqtwin.codec.compression import decompress_body
+from rmqtwin.codec.compression import COMPRESSED_FLAG, decompress_body
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.headers import (
     REQUEST_HEADERS,
@@ -28,7 +28,6 @@ from rmqtwin.codec.headers import (
     send_v2_to_v1,
 )
 from rmqtwin.codec.message import (
-    COMPRESSED_FLAG,
     MessageExt,
     decode_batch,
     iter_message_records,
