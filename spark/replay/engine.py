@@ -157,6 +157,8 @@ class _Replayed:
         return self.due_ns(self.plan.steps[self.next])
 
     def issue_due(self, now: int, start: int) -> None:
+        if now < start:  # at max speed too: every task begins at the common start
+            return
         steps = self.plan.steps
         while self.next < len(steps) and self.failed is None and len(self.out) < _OUT_LIMIT:
             step = steps[self.next]
@@ -396,7 +398,7 @@ def _loop(conns: list[_Replayed], sel: selectors.BaseSelector, start: int, deadl
             for conn in active:
                 conn.fail("replay ended: --duration reached")
             return
-        wake: int | None = None
+        wake: int | None = start if now < start else None
         for conn in active:
             if conn.connected:
                 conn.issue_due(now, start)
