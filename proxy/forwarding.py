@@ -18,9 +18,9 @@ the broker's port minus two (its "VIP" fast channel); the second forwards to the
 
 from __future__ import annotations
 
-import functools
 import itertools
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,11 +32,22 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from rmqtwin.codec.frame import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
+from rmqtwin.codec.frame import DEFAULT_MAX_FRAME_SIZE
 from rmqtwin.listen import listen_vip_pair
-from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, FLAG_RAW, FLAG_REWRITTEN, Endpoint
+from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, Endpoint
 from rmqtwin.proxy.recorder import Recorder
 from rmqtwin.proxy.rewrite import AddressRewriter
+from rmqtwin.proxy.session import (
+    Close,
+    Command,
+    Delay,
+    Hook,
+    ProxySession,
+    Record,
+    RecordHook,
+    RewriteHook,
+    Send,
+)
 
 __all__ = ["KIND_BROKER", "KIND_HA", "KIND_NAMESRV", "ProxiedConnection", "RecordingProxy", "Upstream"]
 
@@ -175,7 +186,7 @@ class _UpstreamFactory(ClientFactory):
 
 
 class ProxiedConnection(Protocol):
-    """One accepted client connection and its upstream twin."""
+    """One accepted client connection and its upstream twin; the Twisted adapter of a ProxySession."""
 
     def __init__(self, proxy: RecordingProxy, kind: str, targets: Sequence[Upstream], listener: str) -> None:
         self.proxy = proxy
@@ -185,20 +196,13 @@ class ProxiedConnection(Protocol):
         self.conn_id = 0
         self.gate: _Gate | None = None
         self.upstream: _UpstreamProtocol | None = None
+        self.session = ProxySession([])
         self._connector: Any = None
         self._attempt = 0
         self._closed = False
         self.client = Endpoint("::", 0)
         self.server = Endpoint("::", 0)
-        recording = proxy.recorder is not None and kind != KIND_HA
-        max_frame = proxy.max_frame_size
-        self._c2u = FrameSplitter(max_frame) if recording else None
-        rewriter = proxy.rewriter
-        self._rewrite = {
-            KIND_NAMESRV: rewriter.rewrite_frame,
-            KIND_BROKER: rewriter.rewrite_broker_frame,
-        }.get(kind)
-        self._u2c = FrameSplitter(max_frame) if (recording or self._rewrite) else None
+        self._later: dict[int, _Later] = {}
 
     @property
     def _t(self) -> Any:
@@ -211,6 +215,7 @@ class ProxiedConnection(Protocol):
         _no_delay(self.transport)
         self.conn_id = self.proxy.next_conn_id()
         self.client = _endpoint(self._t.getPeer())
+        self.session = self.proxy.new_session(self)
         self.gate = _Gate(self.transport)
         self.gate.pause("connecting")
         self.proxy.connections.add(self)
@@ -232,24 +237,12 @@ class ProxiedConnection(Protocol):
         up = self.upstream
         if up is None or up.transport is None:
             return
-        _send(up._t, data)
-        recorder = self.proxy.recorder
-        if recorder is not None:
-            if self._c2u is None:
-                recorder.frames(
-                    self.conn_id, self.client, self.server, DIR_TO_SERVER, [bytes(data)], FLAG_RAW
-                )
-                return
-            frames = self._c2u.feed(data)
-            if frames:
-                recorder.frames(self.conn_id, self.client, self.server, DIR_TO_SERVER, frames)
-            if self._c2u.raw:
-                recorder.frames(
-                    self.conn_id, self.client, self.server, DIR_TO_SERVER, self._c2u.take_raw(), FLAG_RAW
-                )
+        self.carry_out(self.session.receive(DIR_TO_SERVER, data))
 
     def connectionLost(self, reason: Failure = Failure(ConnectionError())) -> None:  # noqa: B008
         self.proxy.connections.discard(self)
+        for later in self._later.values():
+            later.cancel()
         up = self.upstream
         if up is not None and up.transport is not None:
             up._t.loseConnection()
@@ -289,49 +282,7 @@ class ProxiedConnection(Protocol):
         self._t.loseConnection()
 
     def from_upstream(self, data: bytes) -> None:
-        recorder = self.proxy.recorder
-        write = functools.partial(_send, self._t)
-
-        splitter = self._u2c
-        if splitter is None:
-            write(data)
-            if recorder is not None:
-                recorder.frames(
-                    self.conn_id, self.client, self.server, DIR_TO_CLIENT, [bytes(data)], FLAG_RAW
-                )
-            return
-        rewrite = self._rewrite
-        if rewrite is None:
-            write(data)
-            frames = splitter.feed(data)
-            if recorder is not None and frames:
-                recorder.frames(self.conn_id, self.client, self.server, DIR_TO_CLIENT, frames)
-        else:
-            frames = splitter.feed(data)
-            plain: list[bytes] = []
-            rewritten: list[bytes] = []
-            for frame in frames:
-                new = rewrite(frame)
-                if new is None:
-                    write(frame)
-                    plain.append(frame)
-                else:
-                    write(new)
-                    rewritten.append(frame)
-            if recorder is not None:
-                if plain:
-                    recorder.frames(self.conn_id, self.client, self.server, DIR_TO_CLIENT, plain)
-                if rewritten:
-                    recorder.frames(
-                        self.conn_id, self.client, self.server, DIR_TO_CLIENT, rewritten, FLAG_REWRITTEN
-                    )
-        if splitter.raw:
-            chunks = splitter.take_raw()
-            if rewrite is not None:
-                for chunk in chunks:
-                    write(chunk)
-            if recorder is not None and chunks:
-                recorder.frames(self.conn_id, self.client, self.server, DIR_TO_CLIENT, chunks, FLAG_RAW)
+        self.carry_out(self.session.receive(DIR_TO_CLIENT, data))
 
     def upstream_lost(self, reason: Failure) -> None:
         self._record_close(f"upstream closed: {reason.getErrorMessage()}")
@@ -339,12 +290,93 @@ class ProxiedConnection(Protocol):
 
     # -- both -----------------------------------------------------------------------------------
 
+    def carry_out(self, commands: list[Command]) -> None:
+        """Do what the session asked, in order."""
+        for command in commands:
+            if type(command) is Send:
+                later = self._later.get(command.to)
+                if later is not None and later.holding():
+                    later.push(command.data)
+                else:
+                    self._write(command.to, command.data)
+            elif type(command) is Record:
+                recorder = self.proxy.recorder
+                if recorder is not None:
+                    recorder.frames(
+                        self.conn_id,
+                        self.client,
+                        self.server,
+                        command.direction,
+                        command.frames,
+                        command.flags,
+                    )
+            elif type(command) is Delay:
+                later = self._later.get(command.to)
+                if later is None:
+                    later = self._later[command.to] = _Later(self.proxy.reactor, self._write, command.to)
+                later.delay(command.seconds)
+            elif type(command) is Close:
+                self._close(command)
+
+    def _write(self, to: int, data: bytes) -> None:
+        if to == DIR_TO_CLIENT:
+            _send(self._t, data)
+        elif self.upstream is not None and self.upstream.transport is not None:
+            _send(self.upstream._t, data)
+
+    def _close(self, command: Close) -> None:
+        self._record_close(command.reason)
+        if command.abort:
+            self._t.abortConnection()
+        else:
+            self._t.loseConnection()
+        if self.upstream is not None and self.upstream.transport is not None:
+            self.upstream._t.loseConnection()
+
     def _record_close(self, reason: str) -> None:
         if self._closed:
             return
         self._closed = True
         if self.proxy.recorder is not None and self.upstream is not None:
             self.proxy.recorder.connection_closed(self.conn_id, self.client, self.server, reason)
+
+
+class _Later:
+    """Bytes for one side held back by :class:`Delay` commands, sent in order when due."""
+
+    def __init__(self, reactor: Any, write: Callable[[int, bytes], None], to: int) -> None:
+        self.reactor = reactor
+        self.write = write
+        self.to = to
+        self.not_before = 0.0
+        self.queue: deque[tuple[float, bytes]] = deque()
+        self.call: Any = None
+
+    def holding(self) -> bool:
+        return bool(self.queue) or self.reactor.seconds() < self.not_before
+
+    def delay(self, seconds: float) -> None:
+        self.not_before = max(self.not_before, self.reactor.seconds() + seconds)
+
+    def push(self, data: bytes) -> None:
+        self.queue.append((self.not_before, data))
+        if self.call is None:
+            self.call = self.reactor.callLater(max(0.0, self.not_before - self.reactor.seconds()), self._due)
+
+    def _due(self) -> None:
+        self.call = None
+        now = self.reactor.seconds()
+        queue = self.queue
+        while queue and queue[0][0] <= now:
+            self.write(self.to, queue.popleft()[1])
+        if queue:
+            self.call = self.reactor.callLater(queue[0][0] - now, self._due)
+
+    def cancel(self) -> None:
+        if self.call is not None and self.call.active():
+            self.call.cancel()
+        self.call = None
+        self.queue.clear()
 
 
 class _ListenerFactory(Factory):
@@ -395,9 +427,26 @@ class RecordingProxy:
         self.broker_listeners: dict[tuple[str, str], str] = {}
         """(upstream address, kind) -> advertised address of the listener standing in for it."""
         self._ids = itertools.count(1)
+        self.hook_factories: list[Callable[[ProxiedConnection], Hook | None]] = []
+        """Per-connection hooks beyond rewriting and recording (faults), placed between the two."""
 
     def next_conn_id(self) -> int:
         return next(self._ids)
+
+    def new_session(self, conn: ProxiedConnection) -> ProxySession:
+        """The session of a new connection, with this proxy's hooks (each hook factory may add one)."""
+        hooks: list[Hook] = []
+        if conn.kind == KIND_NAMESRV:
+            hooks.append(RewriteHook(self.rewriter.rewrite_frame))
+        elif conn.kind == KIND_BROKER:
+            hooks.append(RewriteHook(self.rewriter.rewrite_broker_frame))
+        for factory in self.hook_factories:
+            hook = factory(conn)
+            if hook is not None:
+                hooks.append(hook)
+        if self.recorder is not None:
+            hooks.append(RecordHook())
+        return ProxySession(hooks, framed=conn.kind != KIND_HA, max_frame_size=self.max_frame_size)
 
     def listen(self, port: int = 9876) -> IListeningPort:
         """Open the namesrv listener (port 0 picks a free one)."""

@@ -1,0 +1,216 @@
+"""The proxy's sans-IO core: one proxied connection as bytes in, commands out.
+
+A :class:`ProxySession` knows nothing of sockets or clocks (as h11 and h2 do for HTTP): the Twisted
+adapter (:mod:`rmqtwin.proxy.forwarding`) hands it what one side sent and carries out the commands it
+returns, in order: :class:`Send` these bytes to a side, :class:`Record` these frames, :class:`Delay`
+what follows to a side, :class:`Close` the connection. Everything the proxy does besides forwarding is a
+:class:`Hook` on the session, in the manner of mitmproxy's addons: recording
+(:class:`RecordHook`), broker-address rewriting (:class:`RewriteHook`) and fault injection
+(:class:`rmqtwin.proxy.faults.FaultHook`).
+
+A hook that only watches (recording) sees the frames of a read after the read was forwarded, so the
+bytes leave at once. A hook that may change, drop or answer frames *holds* a direction: that
+direction's bytes are then forwarded frame by frame, after every holding hook has seen each frame. A
+direction starts or stops being held only on a frame boundary, so a hook never sees a frame of which
+some bytes already left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rmqtwin.codec.frame import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
+from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, FLAG_RAW, FLAG_REWRITTEN
+
+__all__ = [
+    "Close",
+    "Command",
+    "Delay",
+    "Hook",
+    "ProxySession",
+    "Record",
+    "RecordHook",
+    "RewriteHook",
+    "Send",
+]
+
+BOTH = frozenset((DIR_TO_SERVER, DIR_TO_CLIENT))
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Write ``data`` to one side: ``DIR_TO_SERVER`` is the upstream, ``DIR_TO_CLIENT`` the client."""
+
+    to: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """Record ``frames`` that arrived together in ``direction`` (``flags``: FLAG_RAW, FLAG_REWRITTEN)."""
+
+    direction: int
+    frames: list[bytes]
+    flags: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Delay:
+    """What is sent to side ``to`` after this command leaves no earlier than ``seconds`` from now.
+
+    Order is kept: bytes sent after a delayed frame wait behind it.
+    """
+
+    to: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """Close both legs; ``abort`` resets the client's connection (RST) instead of a FIN."""
+
+    reason: str
+    abort: bool = False
+
+
+Command = Send | Record | Delay | Close
+
+
+class Hook:
+    """One concern of the proxy, attached to a session. The defaults do nothing.
+
+    ``directions`` are the directions the hook ever looks at (the session only splits those into
+    frames). :meth:`holds` says whether the hook must see a direction's frames *before* they are
+    forwarded; it may change at run time (a fault rule added), and takes effect on a frame boundary.
+    """
+
+    directions: frozenset[int] = BOTH
+
+    def holds(self, direction: int) -> bool:
+        return False
+
+    def frame(self, direction: int, frame: bytes, out: list[Command]) -> bytes | None:
+        """A held frame: return it (forward unchanged), a new frame (forward that instead) or None
+        (forward nothing); commands appended to ``out`` are carried out before the forward."""
+        return frame
+
+    def observe(self, direction: int, frames: list[bytes], flags: int, out: list[Command]) -> None:
+        """Frames as they arrived from the wire (or unframed chunks, FLAG_RAW), after forwarding."""
+
+
+class RecordHook(Hook):
+    """Records every frame as it arrived; a frame forwarded changed is recorded in its original form,
+    flagged FLAG_REWRITTEN, so a capture reads as if the client had talked to the cluster directly."""
+
+    def observe(self, direction: int, frames: list[bytes], flags: int, out: list[Command]) -> None:
+        out.append(Record(direction, frames, flags))
+
+
+class RewriteHook(Hook):
+    """Broker-address rewriting of upstream-to-client frames (:mod:`rmqtwin.proxy.rewrite`)."""
+
+    directions = frozenset((DIR_TO_CLIENT,))
+
+    def __init__(self, rewrite: Callable[[bytes], bytes | None]) -> None:
+        self.rewrite = rewrite
+
+    def holds(self, direction: int) -> bool:
+        return direction == DIR_TO_CLIENT
+
+    def frame(self, direction: int, frame: bytes, out: list[Command]) -> bytes | None:
+        new = self.rewrite(frame)
+        return frame if new is None else new
+
+
+class ProxySession:
+    """One client connection and its upstream connection, as a state machine.
+
+    ``framed`` is false for streams that are not the remoting protocol (a broker's HA port): they are
+    forwarded and observed as raw chunks. A framed direction whose length word turns impossible
+    (TLS, garbage) goes raw for good, as :class:`FrameSplitter` does.
+    """
+
+    __slots__ = ("_holding", "_splitters", "hooks")
+
+    def __init__(
+        self, hooks: Sequence[Hook], *, framed: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    ) -> None:
+        self.hooks = list(hooks)
+        self._splitters: dict[int, FrameSplitter | None] = {
+            d: FrameSplitter(max_frame_size) if framed and any(d in h.directions for h in hooks) else None
+            for d in (DIR_TO_SERVER, DIR_TO_CLIENT)
+        }
+        self._holding: dict[int, list[Hook]] = {DIR_TO_SERVER: [], DIR_TO_CLIENT: []}
+
+    def from_client(self, data: bytes) -> list[Command]:
+        return self.receive(DIR_TO_SERVER, data)
+
+    def from_upstream(self, data: bytes) -> list[Command]:
+        return self.receive(DIR_TO_CLIENT, data)
+
+    def holders(self, direction: int) -> list[Hook]:
+        """The hooks holding ``direction`` now."""
+        return self._holding[direction]
+
+    def receive(self, direction: int, data: bytes) -> list[Command]:
+        """Bytes that arrived for ``direction`` (DIR_TO_SERVER: from the client); the commands they give."""
+        out: list[Command] = []
+        splitter = self._splitters[direction]
+        hooks = self.hooks
+        if splitter is None:
+            out.append(Send(direction, data))
+            for hook in hooks:
+                hook.observe(direction, [bytes(data)], FLAG_RAW, out)
+            return out
+        holders = self._holding[direction]
+        if not splitter.buffered and not splitter.raw:
+            # on a frame boundary: the set of holding hooks may change here
+            holders = [h for h in hooks if direction in h.directions and h.holds(direction)]
+            self._holding[direction] = holders
+        if not holders:
+            out.append(Send(direction, data))
+            frames = splitter.feed(data)
+            if frames:
+                for hook in hooks:
+                    hook.observe(direction, frames, 0, out)
+        else:
+            frames = splitter.feed(data)
+            if frames:
+                self._through_holders(direction, frames, holders, out)
+            if splitter.raw:
+                chunks = splitter.take_raw()
+                for chunk in chunks:
+                    out.append(Send(direction, chunk))
+                if chunks:
+                    for hook in hooks:
+                        hook.observe(direction, chunks, FLAG_RAW, out)
+                return out
+        if splitter.raw:
+            chunks = splitter.take_raw()
+            if chunks:
+                for hook in hooks:
+                    hook.observe(direction, chunks, FLAG_RAW, out)
+        return out
+
+    def _through_holders(
+        self, direction: int, frames: list[bytes], holders: list[Hook], out: list[Command]
+    ) -> None:
+        plain: list[bytes] = []
+        changed: list[bytes] = []
+        for frame in frames:
+            current = frame
+            for hook in holders:
+                passed = hook.frame(direction, current, out)
+                if passed is None:  # swallowed: recorded as it arrived, not forwarded
+                    plain.append(frame)
+                    break
+                current = passed
+            else:
+                (plain if current is frame else changed).append(frame)
+                out.append(Send(direction, current))
+        for hook in self.hooks:
+            if plain:
+                hook.observe(direction, plain, 0, out)
+            if changed:
+                hook.observe(direction, changed, FLAG_REWRITTEN, out)
