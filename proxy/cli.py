@@ -41,7 +41,25 @@ def register(subparsers: Any) -> None:
     proxy.add_argument(
         "--max-pending", type=int, default=4096, help="reads batched before the capture is written early"
     )
+    add_fault_options(proxy)
     proxy.set_defaults(handler=_run_proxy)
+
+    fault = subparsers.add_parser(
+        "fault",
+        help="list, add, toggle and remove fault rules of a running proxy or twin",
+        description="Talks to the fault API (--faults-port) of `rmqtwin proxy` or `rmqtwin serve`.",
+    )
+    fault.add_argument("--api", default="127.0.0.1:8474", metavar="HOST:PORT", help="the fault API")
+    fsub = fault.add_subparsers(dest="fault_command", metavar="ACTION", required=True)
+    fsub.add_parser("list", help="every rule with its hits").set_defaults(handler=_fault_call)
+    add = fsub.add_parser("add", help="add a rule: a JSON object, or key=value pairs (values as JSON)")
+    add.add_argument("rule", nargs="+")
+    add.set_defaults(handler=_fault_call)
+    for action in ("remove", "enable", "disable"):
+        one = fsub.add_parser(action, help=f"{action} one rule")
+        one.add_argument("name")
+        one.set_defaults(handler=_fault_call)
+    fsub.add_parser("reset", help="remove every rule").set_defaults(handler=_fault_call)
 
     capture = subparsers.add_parser("capture", help="inspect and convert rmqtwin captures")
     sub = capture.add_subparsers(dest="capture_command", metavar="ACTION", required=True)
@@ -64,6 +82,82 @@ def register(subparsers: Any) -> None:
     from_pcap.add_argument("--server-port", type=int, action="append", default=[], help="extra server port")
     from_pcap.add_argument("--keep-credentials", action="store_true")
     from_pcap.set_defaults(handler=_from_pcap)
+
+
+def add_fault_options(parser: argparse.ArgumentParser) -> None:
+    """Fault options shared by ``rmqtwin proxy`` and ``rmqtwin serve``."""
+    parser.add_argument(
+        "--fault", action="append", default=[], metavar="JSON", help="a fault rule active from the start"
+    )
+    parser.add_argument(
+        "--faults-port", type=int, metavar="PORT", help="serve the fault HTTP API on this port (0 = any)"
+    )
+    parser.add_argument("--faults-host", default="127.0.0.1", help="host of the fault API (loopback)")
+
+
+def start_faults(args: argparse.Namespace, reactor: Any) -> tuple[Any, str | None]:
+    """The fault engine the options ask for (None without any) and its API's URL (when listening)."""
+    if not args.fault and args.faults_port is None:
+        return None, None
+    import json
+
+    from rmqtwin.proxy.fault_api import fault_site
+    from rmqtwin.proxy.faults import FaultEngine, RuleError
+
+    engine = FaultEngine(clock=reactor.seconds)
+    for text in args.fault:
+        try:
+            engine.add(json.loads(text))
+        except (ValueError, RuleError) as exc:
+            raise SystemExit(f"--fault {text}: {exc}") from None
+    url = None
+    if args.faults_port is not None:
+        port = reactor.listenTCP(args.faults_port, fault_site(engine), interface=args.faults_host)
+        url = f"http://{args.faults_host}:{port.getHost().port}"
+    return engine, url
+
+
+def _fault_call(args: argparse.Namespace) -> int:
+    import json
+    import urllib.error
+    import urllib.request
+
+    base = f"http://{args.api}"
+    action = args.fault_command
+    body: object = None
+    method = "GET"
+    path = "/rules"
+    if action == "add":
+        method = "POST"
+        if len(args.rule) == 1 and args.rule[0].lstrip().startswith("{"):
+            body = json.loads(args.rule[0])
+        else:
+            rule: dict[str, object] = {}
+            for pair in args.rule:
+                key, sep, value = pair.partition("=")
+                if not sep:
+                    print(f"not key=value: {pair}", file=sys.stderr)
+                    return 2
+                try:
+                    rule[key] = json.loads(value)
+                except ValueError:
+                    rule[key] = value
+            body = rule
+    elif action == "reset":
+        method, path = "POST", "/reset"
+    elif action == "remove":
+        method, path = "DELETE", f"/rules/{args.name}"
+    elif action in ("enable", "disable"):
+        method, path, body = "POST", f"/rules/{args.name}", {"enabled": action == "enable"}
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, data=data, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            print(answer.read().decode())
+            return 0
+    except urllib.error.HTTPError as exc:
+        print(f"{exc.code}: {exc.read().decode()}", file=sys.stderr)
+        return 1
 
 
 def _run_proxy(args: argparse.Namespace) -> int:
@@ -107,13 +201,21 @@ def _run_proxy(args: argparse.Namespace) -> int:
             max_pending=args.max_pending,
             call_later=reactor.callLater,
         )
+    faults, faults_url = start_faults(args, reactor)
     proxy = RecordingProxy(
-        reactor, upstreams, listen_host=args.host, advertise_host=args.advertise, recorder=recorder
+        reactor,
+        upstreams,
+        listen_host=args.host,
+        advertise_host=args.advertise,
+        recorder=recorder,
+        faults=faults,
     )
     port = proxy.listen(args.port)
     reactor.addSystemEventTrigger("before", "shutdown", proxy.stop)
     host: Any = port.getHost()
     print(f"rmqtwin proxy listening on {proxy.advertise_host}:{host.port} (bound {host.host})", flush=True)
+    if faults_url is not None:
+        print(f"rmqtwin proxy fault API on {faults_url}", flush=True)
     reactor.run()
     if recorder is not None and recorder.error is not None:
         print(f"capture error: {recorder.error}", file=sys.stderr)

@@ -35,6 +35,7 @@ from zope.interface import implementer
 from rmqtwin.codec.frame import DEFAULT_MAX_FRAME_SIZE
 from rmqtwin.listen import listen_vip_pair
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, Endpoint
+from rmqtwin.proxy.faults import FaultEngine, FaultHook
 from rmqtwin.proxy.recorder import Recorder
 from rmqtwin.proxy.rewrite import AddressRewriter
 from rmqtwin.proxy.session import (
@@ -409,6 +410,7 @@ class RecordingProxy:
         recorder: Recorder | None = None,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         connect_timeout: float = 10.0,
+        faults: FaultEngine | None = None,
     ) -> None:
         if not namesrv_upstreams:
             raise ValueError("at least one upstream namesrv is needed")
@@ -429,6 +431,15 @@ class RecordingProxy:
         self._ids = itertools.count(1)
         self.hook_factories: list[Callable[[ProxiedConnection], Hook | None]] = []
         """Per-connection hooks beyond rewriting and recording (faults), placed between the two."""
+        self.faults = faults
+        if faults is not None:
+            self.hook_factories.append(
+                lambda conn: (
+                    FaultHook(faults, str(conn.client), str(conn.targets[0]))
+                    if conn.kind != KIND_HA
+                    else None
+                )
+            )
 
     def next_conn_id(self) -> int:
         return next(self._ids)

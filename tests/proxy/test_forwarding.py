@@ -24,6 +24,7 @@ from rmqtwin.proxy.capture import (
     CaptureWriter,
     read_records,
 )
+from rmqtwin.proxy.faults import FaultEngine
 from rmqtwin.proxy.forwarding import KIND_BROKER, ProxiedConnection, RecordingProxy, Upstream
 from rmqtwin.proxy.recorder import Recorder
 from rmqtwin.proxy.wire import peek_header
@@ -281,3 +282,33 @@ def test_broker_answers_name_the_proxy_in_msg_ids_and_store_hosts(tmp_path: Path
     proxy.recorder.close()  # type: ignore[union-attr]
     recs = [r for r in read_records(tmp_path / "c.rmqcap") if r.type == REC_FRAME]
     assert [(r.data, bool(r.flags & FLAG_REWRITTEN)) for r in recs] == [(answer, True), (plain, False)]
+
+
+def test_fault_rules_delay_answer_and_reset_through_the_adapter() -> None:
+    engine = FaultEngine(clock=lambda: 0.0)
+    reactor = PortReactor()
+    proxy = RecordingProxy(reactor, [Upstream.parse("10.0.0.1:9876")], faults=engine)
+    proxy.listen(9876)
+    conn, client_t = accept(reactor.tcpServers[0][1])
+    _up, up_t = connect_upstream(reactor)
+    first, second = json_frame(105, 1), json_frame(105, 2)
+    # without rules the bytes pass at once, unsplit
+    conn.dataReceived(first[:5])
+    assert up_t.value() == first[:5]
+    conn.dataReceived(first[5:])
+    up_t.clear()
+    engine.add({"name": "slow", "effect": "latency", "ms": 200, "count": 1})
+    conn.dataReceived(first + second)
+    assert up_t.value() == b""  # the delayed frame, and the one behind it, wait
+    reactor.advance(0.19)
+    assert up_t.value() == b""
+    reactor.advance(0.02)
+    assert up_t.value() == first + second
+    engine.add({"name": "busy", "effect": "answer", "answer_code": "SYSTEM_BUSY", "remark": "busy"})
+    conn.dataReceived(first)
+    answer = peek_header(client_t.value())
+    assert answer is not None and (answer.code, answer.opaque, answer.remark) == (2, 1, "busy")
+    engine.reset()
+    engine.add({"effect": "reset"})
+    conn.dataReceived(second)
+    assert client_t.disconnecting and up_t.disconnecting
