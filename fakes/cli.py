@@ -43,6 +43,9 @@ def register(subparsers: Any) -> None:
         default="permissive",
         help="tls.server.mode: TLS refused, offered next to plain remoting (default), or required",
     )
+    from rmqtwin.proxy.cli import add_fault_options
+
+    add_fault_options(parser)
     parser.add_argument("--tls-cert", default=None, help="server certificate, PEM (default: self-signed)")
     parser.add_argument("--tls-key", default=None, help="its private key, PEM, if not in --tls-cert")
     parser.add_argument(
@@ -91,7 +94,11 @@ def serve(args: argparse.Namespace) -> int:
         config=config,
         tls=TlsSettings(TlsMode(args.tls_mode), args.tls_cert, args.tls_key, client=args.tls_enable),
     )
+    from rmqtwin.proxy.cli import start_faults
+
+    options.faults, faults_url = start_faults(args, reactor)
     server = TwinServer(options, reactor)
+    server.faults_url = faults_url
     status = {"code": 0}
 
     def started(_: object) -> None:

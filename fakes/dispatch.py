@@ -61,7 +61,7 @@ class RequestHandler(Protocol):
 H = TypeVar("H", bound=CommandCustomHeader)
 T = TypeVar("T")
 Handler: TypeAlias = Callable[["Channel", "RemotingCommand"], Any]
-BeforeDispatch: TypeAlias = Callable[["Channel", "RemotingCommand"], "RemotingCommand | None"]
+BeforeDispatch: TypeAlias = Callable[["Channel", "RemotingCommand"], HandlerResult]
 
 log = Logger(namespace="rmqtwin.fakes")
 
@@ -168,7 +168,8 @@ class Dispatcher:
 
     def add_before_dispatch(self, hook: BeforeDispatch) -> None:
         """A check every request passes before its handler, whatever its code (Java's server RPC
-        hooks, such as the broker's ACL): a hook returns None, or the response that answers instead."""
+        hooks, such as the broker's ACL): a hook returns None, or what answers instead (a response, or
+        a Deferred of one or of None for no answer)."""
         self.before_dispatch.append(hook)
 
     def dispatch(self, channel: Channel, request: RemotingCommand) -> HandlerResult:
@@ -179,6 +180,10 @@ class Dispatcher:
                     return refused
         except Exception as exc:
             return self._system_error(request, exc)
+        return self.run_handler(channel, request)
+
+    def run_handler(self, channel: Channel, request: RemotingCommand) -> HandlerResult:
+        """The request's handler alone, without the before-dispatch hooks (a hook delaying it calls this)."""
         handler = self.table.get(request.code)
         if handler is None:
             if not self.unknown_code_answer:

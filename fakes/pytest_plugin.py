@@ -30,6 +30,69 @@ READY_PATTERN = re.compile(r"rmqtwin ready: (.*)")
 START_TIMEOUT = 60.0
 
 
+class TwinFaultControl:
+    """``rocketmq.faults``: the twin's fault rules (:mod:`rmqtwin.proxy.faults` for their fields).
+
+    ``add(effect="answer", codes=["SEND_MESSAGE_V2"], answer_code="SYSTEM_BUSY")`` returns the rule as
+    added (with its name); a bad rule raises ``ValueError`` with the reason. A subprocess twin is
+    driven over its fault API, an in-process one directly.
+    """
+
+    def __init__(self, url: str | None = None, engine: Any = None) -> None:
+        self.url = url
+        self.engine = engine
+
+    def add(self, rule: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+        spec = {**(rule or {}), **fields}
+        if self.engine is not None:
+            return dict(self.engine.add(spec).to_json())
+        return dict(self._call("POST", "/rules", spec))
+
+    def list(self) -> list[dict[str, Any]]:
+        if self.engine is not None:
+            return [r.to_json() for r in self.engine.rules.values()]
+        return list(self._call("GET", "/rules"))
+
+    def get(self, name: str) -> dict[str, Any]:
+        return next(r for r in self.list() if r["name"] == name)
+
+    def remove(self, name: str) -> None:
+        if self.engine is not None:
+            self.engine.remove(name)
+        else:
+            self._call("DELETE", f"/rules/{name}")
+
+    def enable(self, name: str, enabled: bool = True) -> None:
+        if self.engine is not None:
+            self.engine.set_enabled(name, enabled)
+        else:
+            self._call("POST", f"/rules/{name}", {"enabled": enabled})
+
+    def disable(self, name: str) -> None:
+        self.enable(name, False)
+
+    def reset(self) -> None:
+        if self.engine is not None:
+            self.engine.reset()
+        else:
+            self._call("POST", "/reset")
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        import json
+        import urllib.error
+        import urllib.request
+
+        if self.url is None:
+            raise RuntimeError("this twin was started without a fault API")
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return json.loads(answer.read())
+        except urllib.error.HTTPError as exc:
+            raise ValueError(json.loads(exc.read()).get("error", str(exc))) from None
+
+
 @dataclass
 class RunningTwin:
     """A running fake: addresses, its store, and how to stop it."""
@@ -42,6 +105,7 @@ class RunningTwin:
     process: subprocess.Popen[str] | None = None
     server: Any = None
     output: list[str] = field(default_factory=list)
+    faults: TwinFaultControl = field(default_factory=TwinFaultControl)
     _cleanup_dir: str | None = None
 
     @property
@@ -107,6 +171,8 @@ def start_subprocess(
         os.path.join(store_dir, "store"),
         "--config",
         conf_path,
+        "--faults-port",
+        "0",
         *serve_args,
     ]
     env = dict(os.environ)
@@ -137,6 +203,7 @@ def start_subprocess(
         cluster_name=found.get("cluster", "DefaultCluster"),
         process=process,
         output=output,
+        faults=TwinFaultControl(url=found.get("faults")),
     )
     threading.Thread(target=_drain, args=(process, output), daemon=True).start()
     return twin
@@ -158,6 +225,7 @@ def start_inprocess(
 
     from rmqtwin.fakes.config import BrokerConfig
     from rmqtwin.fakes.service import ServeOptions, TwinServer
+    from rmqtwin.proxy.faults import FaultEngine
 
     config = BrokerConfig.from_properties({"brokerName": broker_name})
     config.update(
@@ -169,6 +237,7 @@ def start_inprocess(
         broker_port=0,
         store=os.path.join(store_dir, "store"),
         config=config,
+        faults=FaultEngine(clock=reactor.seconds),
     )
     server = TwinServer(options, reactor)
     pytest_twisted.blockon(server.start())
@@ -180,6 +249,7 @@ def start_inprocess(
         broker_name=config.broker_name,
         cluster_name=config.broker_cluster_name,
         server=server,
+        faults=TwinFaultControl(engine=options.faults),
     )
 
 

@@ -19,9 +19,11 @@ from twisted.internet.protocol import ServerFactory
 from twisted.logger import Logger
 
 from rmqtwin.fakes.config import BrokerConfig
+from rmqtwin.fakes.faults import install_faults
 from rmqtwin.fakes.server import RemotingProtocol, RemotingServerFactory
 from rmqtwin.fakes.tls import HandshakeSniffingFactory, TlsMode, TlsSettings
 from rmqtwin.listen import listen_vip_pair
+from rmqtwin.proxy.faults import FaultEngine
 
 log = Logger()
 
@@ -58,6 +60,8 @@ class ServeOptions:
     namesrv_addr: str | None = None
     config: BrokerConfig = field(default_factory=BrokerConfig)
     tls: TlsSettings = field(default_factory=TlsSettings)
+    faults: FaultEngine | None = None
+    """Fault rules applied by the name server and the broker (:mod:`rmqtwin.fakes.faults`)."""
 
 
 class TwinServer:
@@ -69,6 +73,8 @@ class TwinServer:
         self.broker: Any = None
         self.namesrv_address: str | None = None
         self.broker_address: str | None = None
+        self.faults_url: str | None = None
+        """Where the fault API listens, for the ready line (set by whoever started it)."""
 
     def start(self) -> Deferred[Any]:
         """Listen and start; fires once the broker is registered (when there is one)."""
@@ -85,6 +91,8 @@ class TwinServer:
             self.ports.append(port)
             self.namesrv.start()
             self.namesrv_address = f"{host_for_clients}:{_port_of(port)}"
+            if opts.faults is not None:
+                install_faults(opts.faults, self.namesrv.dispatcher, self.reactor, self.namesrv_address)
         if opts.role not in ("both", "broker"):
             return succeed(None)
         return self._start_broker(host_for_clients)
@@ -115,6 +123,8 @@ class TwinServer:
         if not broker.load():
             raise RuntimeError(f"the store in {store_dir} could not be loaded")
         holder["broker"] = broker
+        if opts.faults is not None:
+            install_faults(opts.faults, broker.dispatcher, self.reactor, config.broker_addr)
         if broker.namesrv is not None:
             broker.namesrv.use_tls = opts.tls.client_enabled
         self.broker = broker
@@ -163,6 +173,8 @@ class TwinServer:
             parts.append(f"store={os.path.abspath(self.options.store)}")
             parts.append(f"name={self.options.config.broker_name}")
             parts.append(f"cluster={self.options.config.broker_cluster_name}")
+        if self.faults_url:
+            parts.append(f"faults={self.faults_url}")
         return " ".join(parts)
 
 
