@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
-from rmqtwin.codec.frame import frame_prefix
+from rmqtwin.codec.frame import RESPONSE_FLAG, frame_prefix, split_whole_frame
 from rmqtwin.codec.message import MessageDecodeError, store_host_spans
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER
 from rmqtwin.proxy.session import Close, Command, Delay, Hook, Send
@@ -322,18 +322,11 @@ def answer_frame(peek: HeaderPeek, code: int, remark: str | None) -> bytes:
     command = RemotingCommand(
         code=code,
         opaque=peek.opaque,
-        flag=1,
+        flag=RESPONSE_FLAG,
         remark=remark,
         serialize_type=SerializeType(peek.serialize_type),
     )
     return encode_command(command)
-
-
-def _split_body(frame: bytes) -> tuple[bytes, bytes, int]:
-    """(header, body, serialize type) of a whole frame."""
-    mark = _U32.unpack_from(frame, 4)[0]
-    header_end = 8 + (mark & 0xFFFFFF)
-    return frame[8:header_end], frame[header_end:], mark >> 24
 
 
 def corrupt_body(body: bytes) -> bytes | None:
@@ -372,7 +365,10 @@ BODY_EFFECTS: dict[str, Callable[[bytes], bytes | None]] = {
 
 
 def _with_body(frame: bytes, change: Callable[[bytes], bytes | None]) -> bytes | None:
-    header, body, serialize_type = _split_body(frame)
+    parts = split_whole_frame(frame)
+    if parts is None:
+        return None
+    serialize_type, header, body = parts
     new = change(body)
     if new is None:
         return None
