@@ -99,6 +99,14 @@ def serve(args: argparse.Namespace) -> int:
     options.faults, faults_url = start_faults(args, reactor)
     server = TwinServer(options, reactor)
     server.faults_url = faults_url
+    if args.metrics_port is not None:
+        from rmqtwin.fakes.metrics import TwinMetrics
+        from rmqtwin.proxy.cli import serve_metrics
+
+        options.metrics = TwinMetrics(lambda: server.broker)
+        if options.faults is not None:
+            options.metrics.common.watch_faults(options.faults)
+        server.metrics_url = serve_metrics(args, reactor, options.metrics.registry)
     status = {"code": 0}
 
     def started(_: object) -> None:

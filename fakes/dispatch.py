@@ -9,6 +9,7 @@ answered the way Apache RocketMQ's ``NettyRemotingAbstract`` answers them.
 
 from __future__ import annotations
 
+import time
 import traceback
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeAlias, TypeVar
@@ -162,6 +163,9 @@ class Dispatcher:
         self.table: dict[int, Handler] = {}
         self.unknown_code_answer = unknown_code_answer
         self.before_dispatch: list[BeforeDispatch] = []
+        self.observers: list[Callable[[RemotingCommand, RemotingCommand | None, float], None]] = []
+        """Told of each request, its answer (None: no answer) and when dispatching began
+        (``time.perf_counter``): metrics."""
 
     def register(self, code: int, handler: Handler) -> None:
         self.table[int(code)] = handler
@@ -173,6 +177,22 @@ class Dispatcher:
         self.before_dispatch.append(hook)
 
     def dispatch(self, channel: Channel, request: RemotingCommand) -> HandlerResult:
+        if not self.observers:
+            return self._dispatch(channel, request)
+        started = time.perf_counter()
+        result = self._dispatch(channel, request)
+        if isinstance(result, Deferred):
+            return result.addCallback(self._observed, request, started)
+        return self._observed(result, request, started)
+
+    def _observed(
+        self, answer: RemotingCommand | None, request: RemotingCommand, started: float
+    ) -> RemotingCommand | None:
+        for observer in self.observers:
+            observer(request, answer, started)
+        return answer
+
+    def _dispatch(self, channel: Channel, request: RemotingCommand) -> HandlerResult:
         try:
             for hook in self.before_dispatch:
                 refused = hook(channel, request)

@@ -20,6 +20,7 @@ from twisted.logger import Logger
 
 from rmqtwin.fakes.config import BrokerConfig
 from rmqtwin.fakes.faults import install_faults
+from rmqtwin.fakes.metrics import TwinMetrics
 from rmqtwin.fakes.server import RemotingProtocol, RemotingServerFactory
 from rmqtwin.fakes.tls import HandshakeSniffingFactory, TlsMode, TlsSettings
 from rmqtwin.listen import listen_vip_pair
@@ -61,6 +62,8 @@ class ServeOptions:
     config: BrokerConfig = field(default_factory=BrokerConfig)
     tls: TlsSettings = field(default_factory=TlsSettings)
     faults: FaultEngine | None = None
+    metrics: TwinMetrics | None = None
+    """Prometheus metrics of both servers and the store (:mod:`rmqtwin.fakes.metrics`)."""
     """Fault rules applied by the name server and the broker (:mod:`rmqtwin.fakes.faults`)."""
 
 
@@ -74,6 +77,7 @@ class TwinServer:
         self.namesrv_address: str | None = None
         self.broker_address: str | None = None
         self.faults_url: str | None = None
+        self.metrics_url: str | None = None
         """Where the fault API listens, for the ready line (set by whoever started it)."""
 
     def start(self) -> Deferred[Any]:
@@ -93,6 +97,8 @@ class TwinServer:
             self.namesrv_address = f"{host_for_clients}:{_port_of(port)}"
             if opts.faults is not None:
                 install_faults(opts.faults, self.namesrv.dispatcher, self.reactor, self.namesrv_address)
+            if opts.metrics is not None:
+                opts.metrics.watch(self.namesrv.dispatcher)
         if opts.role not in ("both", "broker"):
             return succeed(None)
         return self._start_broker(host_for_clients)
@@ -125,6 +131,8 @@ class TwinServer:
         holder["broker"] = broker
         if opts.faults is not None:
             install_faults(opts.faults, broker.dispatcher, self.reactor, config.broker_addr)
+        if opts.metrics is not None:
+            opts.metrics.watch(broker.dispatcher)
         if broker.namesrv is not None:
             broker.namesrv.use_tls = opts.tls.client_enabled
         self.broker = broker
@@ -175,6 +183,8 @@ class TwinServer:
             parts.append(f"cluster={self.options.config.broker_cluster_name}")
         if self.faults_url:
             parts.append(f"faults={self.faults_url}")
+        if self.metrics_url:
+            parts.append(f"metrics={self.metrics_url}")
         return " ".join(parts)
 
 

@@ -307,6 +307,15 @@ class CaptureReader:
             self.metadata = orjson.loads(f.read(meta_len)) if meta_len else {}
             self._data_start = _FILE_HEADER.size + meta_len
 
+    @property
+    def data_start(self) -> int:
+        """Where the first record begins in the segment file."""
+        return self._data_start
+
+    def records_in(self, data: bytes) -> list[Record]:
+        """The whole records in ``data``, bytes of this segment read from a record boundary."""
+        return list(self._records(data, 0, len(data)))
+
     def __iter__(self) -> Iterator[Record]:
         with open(self.path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -316,7 +325,7 @@ class CaptureReader:
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 yield from self._records(data, self._data_start, size)
 
-    def _records(self, data: mmap.mmap, pos: int, end: int) -> Iterator[Record]:
+    def _records(self, data: mmap.mmap | bytes, pos: int, end: int) -> Iterator[Record]:
         fixed_size = _RECORD.size
         unpack = _RECORD.unpack_from
         endpoints: dict[tuple[bytes, int], Endpoint] = {}

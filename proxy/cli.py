@@ -6,6 +6,7 @@ Imports stay cheap here; Twisted, scapy and the capture code load inside the han
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Any
 
@@ -70,6 +71,14 @@ def register(subparsers: Any) -> None:
     stats = sub.add_parser("stats", help="codes, counts and latency percentiles per code and per topic")
     stats.add_argument("file")
     stats.set_defaults(handler=_stats)
+    tail = sub.add_parser("tail", help="decoded frames as they are recorded (RocketMQ-aware, filterable)")
+    tail.add_argument("file")
+    tail.add_argument("-f", "--follow", action="store_true", help="keep printing what is recorded next")
+    tail.add_argument("--code", action="append", default=[], help="request code (name or number); repeat")
+    tail.add_argument("--topic", help="only requests naming this topic (and their answers)")
+    tail.add_argument("--group", help="only requests naming this group (and their answers)")
+    tail.add_argument("--conn", type=int, help="only this connection id")
+    tail.set_defaults(handler=_tail)
     to_pcap = sub.add_parser("to-pcap", help="export as pcap (TCP conversations synthesized per connection)")
     to_pcap.add_argument("file")
     to_pcap.add_argument("out")
@@ -85,7 +94,11 @@ def register(subparsers: Any) -> None:
 
 
 def add_fault_options(parser: argparse.ArgumentParser) -> None:
-    """Fault options shared by ``rmqtwin proxy`` and ``rmqtwin serve``."""
+    """Fault and metrics options shared by ``rmqtwin proxy`` and ``rmqtwin serve``."""
+    parser.add_argument(
+        "--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on this port (0 = any)"
+    )
+    parser.add_argument("--metrics-host", default="127.0.0.1", help="host of the metrics endpoint")
     parser.add_argument(
         "--fault", action="append", default=[], metavar="JSON", help="a fault rule active from the start"
     )
@@ -115,6 +128,14 @@ def start_faults(args: argparse.Namespace, reactor: Any) -> tuple[Any, str | Non
         port = reactor.listenTCP(args.faults_port, fault_site(engine), interface=args.faults_host)
         url = f"http://{args.faults_host}:{port.getHost().port}"
     return engine, url
+
+
+def serve_metrics(args: argparse.Namespace, reactor: Any, registry: Any) -> str:
+    """Listen for Prometheus scrapes of ``registry``; the endpoint's URL."""
+    from rmqtwin.proxy.metrics import metrics_site
+
+    port = reactor.listenTCP(args.metrics_port, metrics_site(registry), interface=args.metrics_host)
+    return f"http://{args.metrics_host}:{port.getHost().port}/metrics"
 
 
 def _fault_call(args: argparse.Namespace) -> int:
@@ -209,6 +230,7 @@ def _run_proxy(args: argparse.Namespace) -> int:
         advertise_host=args.advertise,
         recorder=recorder,
         faults=faults,
+        metrics=args.metrics_port is not None,
     )
     port = proxy.listen(args.port)
     reactor.addSystemEventTrigger("before", "shutdown", proxy.stop)
@@ -216,6 +238,8 @@ def _run_proxy(args: argparse.Namespace) -> int:
     print(f"rmqtwin proxy listening on {proxy.advertise_host}:{host.port} (bound {host.host})", flush=True)
     if faults_url is not None:
         print(f"rmqtwin proxy fault API on {faults_url}", flush=True)
+    if proxy.metrics is not None:
+        print(f"rmqtwin proxy metrics on {serve_metrics(args, reactor, proxy.metrics.registry)}", flush=True)
     reactor.run()
     if recorder is not None and recorder.error is not None:
         print(f"capture error: {recorder.error}", file=sys.stderr)
@@ -231,6 +255,23 @@ def _show(args: argparse.Namespace) -> int:
         print(format_record(rec))
         if args.limit and n >= args.limit:
             break
+    return 0
+
+
+def _tail(args: argparse.Namespace) -> int:
+    from rmqtwin.proxy.tail import FrameFilter, tail
+
+    try:
+        frame_filter = FrameFilter.of(args.code, args.topic, args.group, args.conn)
+    except KeyError as exc:
+        print(f"unknown request code {exc}", file=sys.stderr)
+        return 2
+
+    def emit(line: str) -> None:
+        print(line, flush=True)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        tail(args.file, frame_filter, follow=args.follow, emit=emit)
     return 0
 
 

@@ -36,6 +36,7 @@ from rmqtwin.codec.frame import DEFAULT_MAX_FRAME_SIZE
 from rmqtwin.listen import listen_vip_pair
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, Endpoint
 from rmqtwin.proxy.faults import FaultEngine, FaultHook
+from rmqtwin.proxy.metrics import MetricsHook, ProxyMetrics
 from rmqtwin.proxy.recorder import Recorder
 from rmqtwin.proxy.rewrite import AddressRewriter
 from rmqtwin.proxy.session import (
@@ -411,6 +412,7 @@ class RecordingProxy:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         connect_timeout: float = 10.0,
         faults: FaultEngine | None = None,
+        metrics: bool = False,
     ) -> None:
         if not namesrv_upstreams:
             raise ValueError("at least one upstream namesrv is needed")
@@ -432,6 +434,14 @@ class RecordingProxy:
         self.hook_factories: list[Callable[[ProxiedConnection], Hook | None]] = []
         """Per-connection hooks beyond rewriting and recording (faults), placed between the two."""
         self.faults = faults
+        self.opened = 0
+        self.metrics: ProxyMetrics | None = None
+        if metrics:
+            self.metrics = ProxyMetrics(self.open_connections, lambda: self.opened, self.capture_figures)
+            if faults is not None:
+                self.metrics.common.watch_faults(faults)
+            proxy_metrics = self.metrics
+            self.hook_factories.append(lambda conn: MetricsHook(proxy_metrics))
         if faults is not None:
             self.hook_factories.append(
                 lambda conn: (
@@ -442,7 +452,22 @@ class RecordingProxy:
             )
 
     def next_conn_id(self) -> int:
+        self.opened += 1
         return next(self._ids)
+
+    def open_connections(self) -> list[tuple[str, int]]:
+        """(listener kind, open client connections) for the metrics."""
+        counts = {KIND_NAMESRV: 0, KIND_BROKER: 0, KIND_HA: 0}
+        for conn in self.connections:
+            counts[conn.kind] += 1
+        return list(counts.items())
+
+    def capture_figures(self) -> tuple[int, int, int, int] | None:
+        """(records, frame bytes, early backlog writes, errors) of the capture, None without one."""
+        if self.recorder is None:
+            return None
+        stats = self.recorder.stats
+        return stats.frames, stats.bytes, stats.full_backlogs, int(self.recorder.error is not None)
 
     def new_session(self, conn: ProxiedConnection) -> ProxySession:
         """The session of a new connection, with this proxy's hooks (each hook factory may add one)."""

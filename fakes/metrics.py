@@ -1,0 +1,80 @@
+"""Prometheus metrics of the twin (``rmqtwin serve --metrics-port``).
+
+Requests, answers by response code and latency per request code and topic come from an observer on
+the name server's and the broker's dispatchers (the same families as the proxy's, prefixed
+``rocketmq_twin``). What the store holds is read when Prometheus scrapes: max offsets per topic and
+queue, messages stored (their sum), and consumer lag per group, topic and queue (max offset minus the
+committed offset).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from rmqtwin.codec.command import RemotingCommand
+from rmqtwin.fakes.dispatch import Dispatcher
+from rmqtwin.proxy.faults import FrameFacts
+from rmqtwin.proxy.metrics import RequestMetrics
+
+if TYPE_CHECKING:
+    from rmqtwin.fakes.broker.controller import BrokerController
+
+__all__ = ["TwinMetrics"]
+
+TOPIC_GROUP_SEPARATOR = "@"
+
+
+class TwinMetrics(Collector):
+    """The twin's registry; :meth:`watch` a dispatcher to count what it answers."""
+
+    def __init__(self, broker: Callable[[], BrokerController | None]) -> None:
+        self.registry = CollectorRegistry()
+        self.common = RequestMetrics(self.registry, "rocketmq_twin")
+        self.registry.register(self)
+        self.broker = broker
+
+    def watch(self, dispatcher: Dispatcher) -> None:
+        dispatcher.observers.append(self.answered)
+
+    def answered(self, request: RemotingCommand, answer: RemotingCommand | None, started: float) -> None:
+        code = int(request.code)
+        self.common.request(code)
+        if answer is not None:
+            facts = FrameFacts.of(code, request.ext_fields)
+            self.common.answer(facts, int(answer.code), time.perf_counter() - started)
+
+    def collect(self) -> Iterable[Metric]:
+        broker = self.broker()
+        if broker is None:
+            return
+        store = broker.store
+        max_offsets = GaugeMetricFamily(
+            "rocketmq_twin_max_offset", "Max offset of each consume queue", labels=["topic", "queue"]
+        )
+        highest: dict[tuple[str, int], int] = {}
+        for topic in list(store.consume_queue_table):
+            for queue_id in list(store.consume_queue_table.get(topic, {})):
+                offset = store.get_max_offset_in_queue(topic, queue_id)
+                highest[(topic, queue_id)] = offset
+                max_offsets.add_metric([topic, str(queue_id)], offset)
+        yield max_offsets
+        yield GaugeMetricFamily(
+            "rocketmq_twin_messages_stored", "Messages stored (sum of the max offsets)", sum(highest.values())
+        )
+        lag = GaugeMetricFamily(
+            "rocketmq_twin_consumer_lag",
+            "Max offset minus the committed consumer offset",
+            labels=["group", "topic", "queue"],
+        )
+        for key, queues in list(broker.offsets.offset_table.items()):
+            topic, _, group = key.rpartition(TOPIC_GROUP_SEPARATOR)
+            for queue_id, committed in list(queues.items()):
+                top = highest.get((topic, queue_id), 0)
+                lag.add_metric([group, topic, str(queue_id)], max(0, top - committed))
+        yield lag

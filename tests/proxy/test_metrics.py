@@ -1,0 +1,71 @@
+"""Prometheus metrics of the proxy: what the session's metrics hook counts, as a scrape shows it."""
+
+from __future__ import annotations
+
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER
+from rmqtwin.proxy.faults import FaultEngine, FaultHook
+from rmqtwin.proxy.metrics import MetricsHook, ProxyMetrics
+from rmqtwin.proxy.session import ProxySession
+from tests.proxy.frames import json_frame
+
+
+def samples(metrics: ProxyMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = generate_latest(metrics.registry).decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_requests_answers_latency_bytes_connections_capture_and_fault_hits() -> None:
+    now = [0]
+    metrics = ProxyMetrics(
+        lambda: [("broker", 2)], lambda: 5, lambda: (10, 2048, 1, 0), mono_ns=lambda: now[0]
+    )
+    engine = FaultEngine()
+    metrics.common.watch_faults(engine)
+    engine.add({"name": "busy", "effect": "answer", "codes": [11]})
+    session = ProxySession([FaultHook(engine, "c", "b"), MetricsHook(metrics)])
+    send = json_frame(310, 1, ext={"a": "PG", "b": "Orders"}, body=b"x" * 100)
+    answer = json_frame(0, 1, flag=1)
+    session.receive(DIR_TO_SERVER, send)
+    now[0] = 3_000_000  # 3 ms later
+    session.receive(DIR_TO_CLIENT, answer)
+    session.receive(DIR_TO_SERVER, json_frame(11, 2, ext={"topic": "Orders"}))  # answered by the fault
+    got = samples(metrics)
+    assert got[("rocketmq_proxy_requests_total", (("code", "SEND_MESSAGE_V2"),))] == 1
+    assert got[("rocketmq_proxy_requests_total", (("code", "PULL_MESSAGE"),))] == 1
+    assert (
+        got[("rocketmq_proxy_responses_total", (("code", "SEND_MESSAGE_V2"), ("response", "SUCCESS")))] == 1
+    )
+    latency = (("code", "SEND_MESSAGE_V2"), ("topic", "Orders"))
+    assert got[("rocketmq_proxy_request_latency_seconds_count", latency)] == 1
+    assert got[("rocketmq_proxy_request_latency_seconds_sum", latency)] == 0.003
+    assert (
+        got[("rocketmq_proxy_request_latency_seconds_bucket", tuple(sorted((*latency, ("le", "0.0025")))))]
+        == 0
+    )
+    assert (
+        got[("rocketmq_proxy_request_latency_seconds_bucket", tuple(sorted((*latency, ("le", "0.005")))))]
+        == 1
+    )
+    assert got[("rocketmq_proxy_bytes_total", (("direction", "to_client"),))] == len(answer)
+    assert got[("rocketmq_proxy_bytes_total", (("direction", "to_server"),))] > len(send)
+    assert got[("rocketmq_proxy_connections", (("kind", "broker"),))] == 2
+    assert got[("rocketmq_proxy_connections_opened_total", ())] == 5
+    assert got[("rocketmq_proxy_capture_records_total", ())] == 10
+    assert got[("rocketmq_proxy_fault_hits_total", (("effect", "answer"), ("rule", "busy")))] == 1
+
+
+def test_reads_wait_for_the_scrape_but_never_more_than_max_pending() -> None:
+    metrics = ProxyMetrics(lambda: [], lambda: 0, lambda: None, max_pending=3)
+    session = ProxySession([MetricsHook(metrics)])
+    for opaque in range(5):
+        session.receive(DIR_TO_SERVER, json_frame(105, opaque))
+    assert len(metrics.pending) == 2  # three were decoded when the queue filled
+    assert samples(metrics)[("rocketmq_proxy_requests_total", (("code", "GET_ROUTEINFO_BY_TOPIC"),))] == 5
+    assert not metrics.pending
