@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import struct
 
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmqtwin.codec.frame import FrameSplitter
@@ -47,6 +47,7 @@ def test_peek_rejects_garbage_and_wrong_lengths() -> None:
     assert peek_header(struct.pack(">II", 4, 2 << 24)) is None  # unknown serialize type
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     bodies=st.lists(st.binary(max_size=300), min_size=1, max_size=8),
     cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=12),
