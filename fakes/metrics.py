@@ -58,8 +58,8 @@ class TwinMetrics(Collector):
             "rocketmq_twin_max_offset", "Max offset of each consume queue", labels=["topic", "queue"]
         )
         highest: dict[tuple[str, int], int] = {}
-        for topic in list(store.consume_queue_table):
-            for queue_id in list(store.consume_queue_table.get(topic, {})):
+        for topic in list(broker.topics.topic_config_table):
+            for queue_id in store.get_queue_ids(topic):
                 offset = store.get_max_offset_in_queue(topic, queue_id)
                 highest[(topic, queue_id)] = offset
                 max_offsets.add_metric([topic, str(queue_id)], offset)

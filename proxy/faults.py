@@ -31,8 +31,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.errors import MessageDecodeError
 from rmqtwin.codec.frame import RESPONSE_FLAG, frame_prefix, split_whole_frame
-from rmqtwin.codec.message import MessageDecodeError, store_host_spans
+from rmqtwin.codec.message import store_host_spans
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER
 from rmqtwin.proxy.session import Close, Command, Delay, Hook, Send
 from rmqtwin.proxy.wire import HeaderPeek, peek_header
