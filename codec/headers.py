@@ -47,8 +47,11 @@ from rmqtwin.codec.fastjson import java_double_str, wire_name
 __all__ = [
     "REQUEST_HEADERS",
     "RESPONSE_HEADERS",
+    "AckMessageRequestHeader",
     "AddWritePermOfBrokerRequestHeader",
     "AddWritePermOfBrokerResponseHeader",
+    "ChangeInvisibleTimeRequestHeader",
+    "ChangeInvisibleTimeResponseHeader",
     "CheckTransactionStateRequestHeader",
     "CloneGroupOffsetRequestHeader",
     "CommandCustomHeader",
@@ -83,6 +86,7 @@ __all__ = [
     "GetMinOffsetResponseHeader",
     "GetProducerConnectionListRequestHeader",
     "GetRouteInfoRequestHeader",
+    "GetSubscriptionGroupConfigRequestHeader",
     "GetTopicConfigRequestHeader",
     "GetTopicStatsInfoRequestHeader",
     "GetTopicsByClusterRequestHeader",
@@ -91,6 +95,8 @@ __all__ = [
     "LockBatchMqRequestHeader",
     "Long",
     "NotifyConsumerIdsChangedRequestHeader",
+    "PopMessageRequestHeader",
+    "PopMessageResponseHeader",
     "PullMessageRequestHeader",
     "PullMessageResponseHeader",
     "PutKVConfigRequestHeader",
@@ -523,6 +529,67 @@ class PullMessageResponseHeader(CommandCustomHeader):
 
 
 @dataclass(slots=True, kw_only=True)
+class PopMessageRequestHeader(TopicRequestHeader):
+    """POP_MESSAGE (200050, 5.x). ``initMode`` 0 starts a new group at the queue's minimum offset."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    max_msg_nums: int
+    invisible_time: Long
+    poll_time: Long
+    born_time: Long
+    init_mode: int
+    exp_type: str | None = None
+    exp: str | None = None
+    order: bool | None = None
+    attempt_id: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class PopMessageResponseHeader(CommandCustomHeader):
+    """POP_MESSAGE answer; the client builds each message's ack ``extraInfo`` from these fields."""
+
+    pop_time: Long
+    invisible_time: Long
+    revive_qid: int
+    rest_num: Long
+    start_offset_info: str | None = None
+    msg_offset_info: str | None = None
+    order_count_info: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class AckMessageRequestHeader(TopicRequestHeader):
+    """ACK_MESSAGE (200051, 5.x): ``extraInfo`` is the popped message's ``POP_CK``."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    extra_info: str
+    offset: Long
+
+
+@dataclass(slots=True, kw_only=True)
+class ChangeInvisibleTimeRequestHeader(TopicRequestHeader):
+    """CHANGE_MESSAGE_INVISIBLETIME (200053, 5.x)."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    extra_info: str
+    offset: Long
+    invisible_time: Long
+
+
+@dataclass(slots=True, kw_only=True)
+class ChangeInvisibleTimeResponseHeader(CommandCustomHeader):
+    pop_time: Long
+    invisible_time: Long
+    revive_qid: int
+
+
+@dataclass(slots=True, kw_only=True)
 class QueryConsumerOffsetRequestHeader(TopicRequestHeader):
     consumer_group: str
     topic: str
@@ -810,6 +877,13 @@ class GetTopicConfigRequestHeader(TopicRequestHeader):
 
 
 @dataclass(slots=True, kw_only=True)
+class GetSubscriptionGroupConfigRequestHeader(RpcRequestHeader):
+    """GET_SUBSCRIPTIONGROUP_CONFIG (352, 5.x)."""
+
+    group: str
+
+
+@dataclass(slots=True, kw_only=True)
 class GetAllTopicConfigRequestHeader(CommandCustomHeader):
     """GET_ALL_TOPIC_CONFIG (21): no header up to 5.3; 5.5 pages with these optional fields."""
 
@@ -1082,6 +1156,7 @@ REQUEST_HEADERS: dict[int, type[CommandCustomHeader]] = {
     _RC.QUERY_DATA_VERSION: QueryDataVersionRequestHeader,
     _RC.GET_ROUTEINFO_BY_TOPIC: GetRouteInfoRequestHeader,
     _RC.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: GetAllSubscriptionGroupRequestHeader,
+    _RC.GET_SUBSCRIPTIONGROUP_CONFIG: GetSubscriptionGroupConfigRequestHeader,
     _RC.GET_TOPIC_STATS_INFO: GetTopicStatsInfoRequestHeader,
     _RC.GET_CONSUMER_CONNECTION_LIST: GetConsumerConnectionListRequestHeader,
     _RC.GET_PRODUCER_CONNECTION_LIST: GetProducerConnectionListRequestHeader,
@@ -1107,6 +1182,9 @@ REQUEST_HEADERS: dict[int, type[CommandCustomHeader]] = {
     _RC.QUERY_CONSUME_QUEUE: QueryConsumeQueueRequestHeader,
     _RC.RESUME_CHECK_HALF_MESSAGE: ResumeCheckHalfMessageRequestHeader,
     _RC.GET_TOPIC_CONFIG: GetTopicConfigRequestHeader,
+    _RC.POP_MESSAGE: PopMessageRequestHeader,
+    _RC.ACK_MESSAGE: AckMessageRequestHeader,
+    _RC.CHANGE_MESSAGE_INVISIBLETIME: ChangeInvisibleTimeRequestHeader,
 }
 """Request header class by request code (codes whose requests carry no header are absent)."""
 
@@ -1138,6 +1216,8 @@ RESPONSE_HEADERS: dict[int, type[CommandCustomHeader]] = {
     _RC.QUERY_DATA_VERSION: QueryDataVersionResponseHeader,
     _RC.WIPE_WRITE_PERM_OF_BROKER: WipeWritePermOfBrokerResponseHeader,
     _RC.ADD_WRITE_PERM_OF_BROKER: AddWritePermOfBrokerResponseHeader,
+    _RC.POP_MESSAGE: PopMessageResponseHeader,
+    _RC.CHANGE_MESSAGE_INVISIBLETIME: ChangeInvisibleTimeResponseHeader,
 }
 """Response header class by the *request* code it answers."""
 

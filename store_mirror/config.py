@@ -197,9 +197,12 @@ class TopicConfig:
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int = 0
     order: bool = False
+    attributes: dict[str, str] | None = None
+    """5.x topic attributes (``message.type`` …); None for a 4.9 config, which has no such property."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {} if self.attributes is None else {"attributes": dict(self.attributes)}
+        return out | {
             "order": self.order,
             "perm": self.perm,
             "readQueueNums": self.read_queue_nums,
@@ -219,7 +222,14 @@ class TopicConfig:
             topic_filter_type=str(obj.get("topicFilterType", "SINGLE_TAG")),
             topic_sys_flag=int(obj.get("topicSysFlag", 0)),
             order=bool(obj.get("order", False)),
+            attributes=_string_map(obj.get("attributes")),
         )
+
+
+def _string_map(value: Any) -> dict[str, str] | None:
+    if not isinstance(value, Mapping):
+        return None
+    return {str(k): str(v) for k, v in value.items()}
 
 
 class TopicConfigManager(ConfigManager):

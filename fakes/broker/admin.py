@@ -22,11 +22,19 @@ from rmqtwin.codec.headers import (
     GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader,
     GetTopicConfigRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     from_ext_fields,
 )
+from rmqtwin.fakes.broker.attributes import (
+    MESSAGE_TYPE,
+    TopicAttributeError,
+    alter_current_attributes,
+    parse_to_map,
+)
+from rmqtwin.fakes.broker.groups import with_5x_defaults
 from rmqtwin.fakes.broker.topics import is_system_topic, validate_topic
 from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, json_body, response
 from rmqtwin.store_mirror.config import TopicConfig
@@ -37,6 +45,7 @@ if TYPE_CHECKING:
 
 BROKER_VERSION_DESC = "V4_9_8"
 BROKER_VERSION = 409
+V5_0_0 = 413
 CONFIG_BLACK_LIST = ("configBlackList", "brokerConfigPath")
 
 
@@ -54,11 +63,14 @@ class AdminProcessor:
         # Java's @CFNotNull ``order`` is initialised to false: a request without it is no failure.
         header = from_ext_fields(CreateTopicRequestHeader, {"order": "false", **(request.ext_fields or {})})
         topic = header.topic
-        problem = validate_topic(topic)
+        # 4.9.7 answers a bad name SYSTEM_ERROR; 5.5.0 INVALID_PARAMETER, and it reads ``attributes``.
+        five = request.version >= V5_0_0
+        refused = ResponseCode.INVALID_PARAMETER if five else ResponseCode.SYSTEM_ERROR
+        problem = validate_topic(topic, five=five)
         if problem is not None:
-            return response(ResponseCode.SYSTEM_ERROR, problem)
+            return response(refused, problem)
         if is_system_topic(topic):
-            return response(ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
+            return response(refused, f"The topic[{topic}] is conflict with system topic.")
         config = TopicConfig(
             topic,
             header.read_queue_nums,
@@ -66,7 +78,20 @@ class AdminProcessor:
             header.perm,
             header.topic_filter_type or "SINGLE_TAG",
             header.topic_sys_flag or 0,
+            header.order if five else False,
         )
+        existing = self.broker.topics.get(topic)
+        if five:
+            try:
+                requested = parse_to_map(header.attributes)
+                if requested.get("+" + MESSAGE_TYPE) == "MIXED":
+                    return response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+                current = (existing.attributes if existing is not None else None) or {}
+                config.attributes = alter_current_attributes(existing is None, current, requested)
+            except TopicAttributeError as exc:
+                return response(ResponseCode.SYSTEM_ERROR, str(exc))
+        elif existing is not None and existing.attributes is not None:
+            config.attributes = existing.attributes  # a 4.9 request leaves 5.x attributes alone
         self.broker.topics.put(config)
         return response(remark=NOT_SET_REMARK)
 
@@ -260,11 +285,31 @@ class AdminProcessor:
         return response()
 
     def get_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """5.x GET_TOPIC_CONFIG: the ``TopicConfig`` itself (``TopicConfigAndQueueMapping`` without a
+        mapping), attributes included; 4.9.7 has no such request."""
+        if request.version < V5_0_0:
+            return _not_supported(request)
         topic = decode_header(request, GetTopicConfigRequestHeader).topic
         config = self.broker.topics.get(topic)
         if config is None:
             return response(ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {topic}")
-        return response(body=json_body({"topicConfig": config.to_json()}))
+        body = config.to_json()
+        body.setdefault("attributes", {})
+        return response(body=json_body(body))
+
+    def get_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """5.x GET_SUBSCRIPTIONGROUP_CONFIG: the group's config, auto-created when that is on; 4.9.7
+        has no such request."""
+        if request.version < V5_0_0:
+            return _not_supported(request)
+        group = decode_header(request, GetSubscriptionGroupConfigRequestHeader, strict=False).group
+        if group is None:
+            # 5.5.0 does not check the field: its group table lookup fails on the null.
+            return response(ResponseCode.SYSTEM_ERROR, _NULL_KEY_NPE)
+        config = self.broker.groups.find(group)
+        if config is None:
+            return response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker")
+        return response(body=json_body(with_5x_defaults(config)))
 
     def clone_group_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, CloneGroupOffsetRequestHeader)
@@ -275,6 +320,16 @@ class AdminProcessor:
             for queue_id, offset in offsets.query_offsets(src, name).items():
                 offsets.commit_offset(dest, name, queue_id, offset)
         return response()
+
+
+_NULL_KEY_NPE = (
+    'java.lang.NullPointerException: Cannot invoke "Object.hashCode()" because "key" is null, '
+    "java.base/java.util.concurrent.ConcurrentHashMap.get(ConcurrentHashMap.java:936)"
+)
+
+
+def _not_supported(request: RemotingCommand) -> RemotingCommand:
+    return response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported")
 
 
 def _safe(fn: Any, default: int) -> int:

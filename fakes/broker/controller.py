@@ -158,6 +158,7 @@ class BrokerController:
             RequestCode.GET_BROKER_CONFIG: self.admin.get_broker_config,
             RequestCode.UPDATE_BROKER_CONFIG: self.admin.update_broker_config,
             RequestCode.GET_TOPIC_CONFIG: self.admin.get_topic_config,
+            RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: self.admin.get_subscription_group,
             RequestCode.CLONE_GROUP_OFFSET: self.admin.clone_group_offset,
             RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: lambda _, __: broker_cluster_acl_config(self.acl),
         }

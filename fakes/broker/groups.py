@@ -8,10 +8,11 @@ group is the one ``SubscriptionGroupConfig`` bean of ``rmqtwin.codec.bodies``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from rmqtwin.codec.bodies import SubscriptionGroupConfig
 from rmqtwin.fakes.broker.topics import IllegalNameError, validate_group
-from rmqtwin.store_mirror.config import SubscriptionGroupManager
+from rmqtwin.store_mirror.config import SubscriptionGroupManager, group_to_json
 
 CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
 
@@ -53,3 +54,16 @@ class SubscriptionGroupTable(SubscriptionGroupManager):
     def delete(self, group: str) -> None:
         if self.delete_subscription_group_config(group, persist=False):
             self.on_change()
+
+
+def with_5x_defaults(config: SubscriptionGroupConfig) -> dict[str, Any]:
+    """The group as 5.5.0 serialises its ``SubscriptionGroupConfig``: 5.x properties a 4.9-shaped
+    config lacks take their 5.5.0 defaults (GET_SUBSCRIPTIONGROUP_CONFIG)."""
+    defaults: dict[str, Any] = {
+        "attributes": {},
+        "consumeMessageOrderly": False,
+        "consumeTimeoutMinute": 15,
+        "groupRetryPolicy": {"type": "CUSTOMIZED"},
+        "groupSysFlag": 0,
+    }
+    return defaults | group_to_json(config)

@@ -20,7 +20,8 @@ from rmqtwin.codec.headers import (
     SendMessageResponseHeader,
     send_v2_to_v1,
 )
-from rmqtwin.codec.message import decode_batch, merge_batch_properties, string_to_properties
+from rmqtwin.codec.message import UniqIdGenerator, decode_batch, merge_batch_properties, string_to_properties
+from rmqtwin.fakes.broker.attributes import CLEANUP_POLICY
 from rmqtwin.fakes.broker.topics import (
     DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
@@ -75,6 +76,7 @@ def send_header(request: RemotingCommand) -> SendMessageRequestHeader:
 class SendProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
+        self.uniq_ids = UniqIdGenerator(ip=broker.store_host[0], clock=broker.now_ms)
 
     def _send_response_ext(self) -> dict[str, Any]:
         return {"MSG_REGION": self.broker.config.region_id, "TRACE_ON": self.broker.config.trace_on}
@@ -184,7 +186,16 @@ class SendProcessor:
             props.setdefault("DELAY", "0")
         five = request.version >= V5_0_0
         if five:
-            # 5.x brokers add the region and trace switch to the message and keep WAIT.
+            # 5.x brokers give a message without a unique id one (the answer's transactionId), refuse
+            # a keyless message to a compacted topic, add the region and trace switch, keep WAIT.
+            if not props.get("UNIQ_KEY"):
+                props["UNIQ_KEY"] = self.uniq_ids()
+            if (config.attributes or {}).get(CLEANUP_POLICY) == "COMPACTION" and not props.get(
+                "KEYS", ""
+            ).strip():
+                return response(
+                    ResponseCode.MESSAGE_ILLEGAL, "Required message key is missing", self._send_response_ext()
+                )
             props["MSG_REGION"] = broker.config.region_id
             props["TRACE_ON"] = "true" if broker.config.trace_on else "false"
         props["CLUSTER"] = broker.config.broker_cluster_name
@@ -209,7 +220,9 @@ class SendProcessor:
         if wait is not None and not five:
             props["WAIT"] = wait
         result = broker.store.put_message(msg)
-        return self._handle_put_result(result, msg, queue_id, wait_store=wait != "false")
+        return self._handle_put_result(
+            result, msg, queue_id, wait_store=wait != "false", five=five, transaction_id=props.get("UNIQ_KEY")
+        )
 
     def send_batch(self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader) -> Any:
         broker = self.broker
@@ -266,11 +279,27 @@ class SendProcessor:
         if not batch:
             return self._failed_put(PutMessageStatus.MESSAGE_ILLEGAL)
         result = broker.store.put_messages(batch)
-        return self._handle_put_result(result, batch[0], queue_id, wait_store=props.get("WAIT") != "false")
+        return self._handle_put_result(
+            result,
+            batch[0],
+            queue_id,
+            wait_store=props.get("WAIT") != "false",
+            five=five,
+            transaction_id=props.get("UNIQ_KEY"),
+        )
 
     def _handle_put_result(
-        self, result: PutMessageResult, msg: MessageExtBrokerInner, queue_id: int, *, wait_store: bool
+        self,
+        result: PutMessageResult,
+        msg: MessageExtBrokerInner,
+        queue_id: int,
+        *,
+        wait_store: bool,
+        five: bool,
+        transaction_id: str | None = None,
     ) -> HandlerResult:
+        """The answer to a stored send; 5.x answers carry the message's (a batch's own) UNIQ_KEY as
+        ``transactionId``, which rocketmq-proxy and Spring's transactional send commit by."""
         broker = self.broker
         if result.status is not PutMessageStatus.PUT_OK or result.append is None:
             return self._failed_put(result.status)
@@ -285,6 +314,8 @@ class SendProcessor:
             msg_region=broker.config.region_id,
             trace_on=broker.config.trace_on,
         )
+        if five:
+            ext_fields.transaction_id = transaction_id
         if not wait_store or not broker.sync_flush:
             return response(ext_fields=ext_fields)
         flushed = broker.store.wait_for_flush(result)

@@ -15,20 +15,25 @@ import pytest
 import pytest_twisted
 
 from rmqtwin.codec import fastjson
-from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.codes import CURRENT_VERSION_4, RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand, create_request
 from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
 from rmqtwin.fakes.pytest_plugin import RunningTwin, start_subprocess
 
 
 def call(
-    addr: str, code: int, ext: dict[str, str] | None = None, body: bytes | None = None
+    addr: str,
+    code: int,
+    ext: dict[str, str] | None = None,
+    body: bytes | None = None,
+    *,
+    version: int = CURRENT_VERSION_4,
 ) -> RemotingCommand:
-    """One synchronous request over a fresh TCP connection."""
+    """One synchronous request over a fresh TCP connection (a 4.9.8 client's unless ``version``)."""
     host, _, port = addr.rpartition(":")
     conn = RemotingConnection()
     with socket.create_connection((host, int(port)), timeout=10) as sock:
-        conn.send_request(create_request(code, ext, body), now=0, timeout=10)
+        conn.send_request(create_request(code, ext, body, version=version), now=0, timeout=10)
         sock.sendall(conn.data_to_send())
         while True:
             data = sock.recv(65536)

@@ -1,0 +1,301 @@
+"""5.x broker requests rocketmq-proxy relies on, over plain remoting, on the twin and on real 5.5.0.
+
+Topic attributes (UPDATE_AND_CREATE_TOPIC ``attributes``, GET_TOPIC_CONFIG), GET_SUBSCRIPTIONGROUP_CONFIG
+and the send answer's ``transactionId``: every test asserts literal observations, the same for the twin
+and for the shared real 5.5.0 cluster, so a twin/real difference fails here. Requests carry the 5.5.0
+client's version, as the proxy's do.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from rmqtwin.codec import fastjson
+from rmqtwin.codec.codes import CURRENT_VERSION_5, RequestCode, ResponseCode
+from rmqtwin.codec.command import RemotingCommand
+from rmqtwin.codec.message import Message, encode_batch
+from tests.fakes.test_java_conformance import TWIN_CONF
+from tests.fakes.test_serve import call
+
+TARGETS = ["rmqtwin", pytest.param("real-5", marks=pytest.mark.real)]
+
+
+@dataclass
+class Broker:
+    name: str
+    namesrv_addr: str
+    broker_addr: str
+
+    def call(
+        self, code: int, ext: dict[str, str] | None = None, body: bytes | None = None
+    ) -> RemotingCommand:
+        return call(self.broker_addr, code, ext, body, version=CURRENT_VERSION_5)
+
+    def create_topic(self, topic: str, attributes: str | None = None, queues: int = 4) -> RemotingCommand:
+        ext = {
+            "topic": topic,
+            "defaultTopic": "TBW102",
+            "readQueueNums": str(queues),
+            "writeQueueNums": str(queues),
+            "perm": "6",
+            "topicFilterType": "SINGLE_TAG",
+            "topicSysFlag": "0",
+            "order": "false",
+        }
+        if attributes is not None:
+            ext["attributes"] = attributes
+        return self.call(RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
+
+    def topic_config(self, topic: str) -> Any:
+        answer = self.call(RequestCode.GET_TOPIC_CONFIG, {"topic": topic})
+        assert answer.code == ResponseCode.SUCCESS, (answer.code, answer.remark)
+        return fastjson.loads(answer.body or b"")
+
+    def send(self, topic: str, properties: str, code: int = RequestCode.SEND_MESSAGE_V2) -> RemotingCommand:
+        if code == RequestCode.SEND_MESSAGE:
+            return self.call(
+                code,
+                {
+                    "producerGroup": "PG_5x",
+                    "topic": topic,
+                    "defaultTopic": "TBW102",
+                    "defaultTopicQueueNums": "4",
+                    "queueId": "0",
+                    "sysFlag": "0",
+                    "bornTimestamp": "0",
+                    "flag": "0",
+                    "properties": properties,
+                    "reconsumeTimes": "0",
+                    "unitMode": "false",
+                    "batch": "false",
+                },
+                b"body",
+            )
+        ext = {
+            "a": "PG_5x",
+            "b": topic,
+            "c": "TBW102",
+            "d": "4",
+            "e": "0",
+            "f": "0",
+            "g": "0",
+            "h": "0",
+            "i": properties,
+            "j": "0",
+            "k": "false",
+            "m": "false",
+        }
+        return self.call(code, ext, b"body")
+
+
+@pytest.fixture(scope="session", params=TARGETS)
+def broker(request: pytest.FixtureRequest, rocketmq_factory: Any) -> Broker:
+    name = str(request.param)
+    if name == "rmqtwin":
+        # The same twin the Java conformance targets share (one per broker.conf).
+        twins = request.session.__dict__.setdefault("_rmqtwin_target_twins", {})
+        if () not in twins:
+            twins[()] = rocketmq_factory(broker_conf=TWIN_CONF, broker_name="broker-a")
+        twin = twins[()]
+        return Broker(name, twin.namesrv_addr, twin.broker_addr)
+    real = request.getfixturevalue("real_rocketmq_factory")("5")
+    return Broker(name, real.namesrv_addr, real.broker_addr)
+
+
+def _props(**pairs: str) -> str:
+    return "".join(f"{k}\x01{v}\x02" for k, v in pairs.items())
+
+
+def test_topic_attributes_are_kept_and_answered_by_get_topic_config(
+    broker: Broker, unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("Fifo")
+    assert broker.create_topic(topic, "+message.type=FIFO").code == ResponseCode.SUCCESS
+    assert broker.topic_config(topic) == {
+        "attributes": {"message.type": "FIFO"},
+        "order": False,
+        "perm": 6,
+        "readQueueNums": 4,
+        "topicFilterType": "SINGLE_TAG",
+        "topicName": topic,
+        "topicSysFlag": 0,
+        "writeQueueNums": 4,
+    }
+    # Changing and removing a changeable attribute; a topic without any shows "attributes":{}.
+    assert broker.create_topic(topic, "+message.type=TRANSACTION").code == ResponseCode.SUCCESS
+    assert broker.topic_config(topic)["attributes"] == {"message.type": "TRANSACTION"}
+    assert broker.create_topic(topic, "-message.type").code == ResponseCode.SUCCESS
+    assert broker.topic_config(topic)["attributes"] == {}
+    # An update without attributes keeps the ones the topic has.
+    assert broker.create_topic(topic, "+message.type=DELAY").code == ResponseCode.SUCCESS
+    assert broker.create_topic(topic).code == ResponseCode.SUCCESS
+    assert broker.topic_config(topic)["attributes"] == {"message.type": "DELAY"}
+
+    plain = unique_name("Plain")
+    assert broker.create_topic(plain).code == ResponseCode.SUCCESS
+    assert broker.topic_config(plain)["attributes"] == {}
+    nope = unique_name("Nope")
+    missing = broker.call(RequestCode.GET_TOPIC_CONFIG, {"topic": nope})
+    assert (missing.code, missing.remark) == (
+        ResponseCode.TOPIC_NOT_EXIST,
+        f"No topic in this broker. topic: {nope}",
+    )
+
+
+@pytest.mark.parametrize(
+    ("existing", "attributes", "code", "remark"),
+    [
+        (
+            False,
+            "+message.type=MIXED",
+            ResponseCode.INVALID_PARAMETER,
+            "MIXED message type is not supported.",
+        ),
+        (False, "+message.type=BOGUS", ResponseCode.SYSTEM_ERROR, None),  # "value is not in set: [...]"
+        (False, "+no.such=1", ResponseCode.SYSTEM_ERROR, "unsupported key: no.such"),
+        (False, "-message.type", ResponseCode.SYSTEM_ERROR, None),
+        (
+            False,
+            "message.type=FIFO",
+            ResponseCode.SYSTEM_ERROR,
+            "add/alter attribute format is wrong: message.type",
+        ),
+        (False, "message.type", ResponseCode.SYSTEM_ERROR, "delete attribute format is wrong: message.type"),
+        (False, "+message.type=FIFO,+message.type=NORMAL", ResponseCode.SYSTEM_ERROR, None),
+        (False, "+queue.type=Nope", ResponseCode.SYSTEM_ERROR, "value is not in set: [SimpleCQ, BatchCQ]"),
+        (True, "+queue.type=SimpleCQ", ResponseCode.SYSTEM_ERROR, None),
+        (
+            True,
+            "-cleanup.policy",
+            ResponseCode.SYSTEM_ERROR,
+            "attempt to delete a nonexistent key: cleanup.policy",
+        ),
+        (True, "+reserve.time=x", ResponseCode.SYSTEM_ERROR, 'For input string: "x"'),
+    ],
+)
+def test_bad_topic_attributes_are_refused_as_5_5_0_refuses_them(
+    broker: Broker,
+    unique_name: Callable[[str], str],
+    *,
+    existing: bool,
+    attributes: str,
+    code: int,
+    remark: str | None,
+) -> None:
+    topic = unique_name("Bad")
+    if existing:
+        assert broker.create_topic(topic).code == ResponseCode.SUCCESS
+    answer = broker.create_topic(topic, attributes)
+    expected = {
+        "+message.type=BOGUS": "value is not in set: "
+        "[UNSPECIFIED, MIXED, TRANSACTION, PRIORITY, FIFO, DELAY, LITE, NORMAL]",
+        "-message.type": "only add attribute is supported while creating topic. key: message.type",
+        "+message.type=FIFO,+message.type=NORMAL": "key duplication: +message.type",
+        "+queue.type=SimpleCQ": "attempt to update an unchangeable attribute. key: queue.type",
+    }
+    assert (answer.code, answer.remark) == (code, remark or expected[attributes])
+    if not existing:
+        assert (
+            broker.call(RequestCode.GET_TOPIC_CONFIG, {"topic": topic}).code == ResponseCode.TOPIC_NOT_EXIST
+        )
+
+
+def test_bad_topic_names_are_invalid_parameters(broker: Broker) -> None:
+    answer = broker.create_topic("bad topic")
+    assert (answer.code, answer.remark) == (
+        ResponseCode.INVALID_PARAMETER,
+        "The specified topic: bad topic, contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$",
+    )
+    answer = broker.create_topic("SCHEDULE_TOPIC_XXXX")
+    assert (answer.code, answer.remark) == (
+        ResponseCode.INVALID_PARAMETER,
+        "The topic[SCHEDULE_TOPIC_XXXX] is conflict with system topic.",
+    )
+
+
+def test_get_subscription_group_config_creates_the_group(
+    broker: Broker, unique_name: Callable[[str], str]
+) -> None:
+    group = unique_name("G")
+    answer = broker.call(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": group})
+    assert answer.code == ResponseCode.SUCCESS, answer.remark
+    assert fastjson.loads(answer.body or b"") == {
+        "attributes": {},
+        "brokerId": 0,
+        "consumeBroadcastEnable": True,
+        "consumeEnable": True,
+        "consumeFromMinEnable": True,
+        "consumeMessageOrderly": False,
+        "consumeTimeoutMinute": 15,
+        "groupName": group,
+        "groupRetryPolicy": {"type": "CUSTOMIZED"},
+        "groupSysFlag": 0,
+        "notifyConsumerIdsChangedEnable": True,
+        "retryMaxTimes": 16,
+        "retryQueueNums": 1,
+        "whichBrokerWhenConsumeSlowly": 1,
+    }
+    # The group now exists: GET_ALL_SUBSCRIPTIONGROUP_CONFIG lists it.
+    table = fastjson.loads(broker.call(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG).body or b"")
+    assert group in table["subscriptionGroupTable"]
+    # 5.5.0 does not check the field: its table lookup fails on the null key.
+    missing = broker.call(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {})
+    assert (missing.code, missing.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        'java.lang.NullPointerException: Cannot invoke "Object.hashCode()" because "key" is null, '
+        "java.base/java.util.concurrent.ConcurrentHashMap.get(ConcurrentHashMap.java:936)",
+    )
+
+
+def test_send_answers_carry_the_transaction_id(broker: Broker, unique_name: Callable[[str], str]) -> None:
+    topic = unique_name("Tid")
+    assert broker.create_topic(topic).code == ResponseCode.SUCCESS
+    uniq = "7F0000010001000000000000000A0001"
+    sent = broker.send(topic, _props(UNIQ_KEY=uniq, WAIT="true"))
+    assert sent.code == ResponseCode.SUCCESS, sent.remark
+    fields = sent.ext_fields or {}
+    assert fields["transactionId"] == uniq
+    assert {"msgId", "queueId", "queueOffset", "MSG_REGION", "TRACE_ON"} <= fields.keys()
+    assert "recallHandle" not in fields
+    # A message without a unique id gets one from the broker: the id answered and stored.
+    sent = broker.send(topic, _props(WAIT="true"), RequestCode.SEND_MESSAGE)
+    assert sent.code == ResponseCode.SUCCESS, sent.remark
+    assert re.fullmatch(r"[0-9A-F]{32}", (sent.ext_fields or {})["transactionId"])
+    # A batch answers its own (batch-level) unique id.
+    body = encode_batch([Message(topic=topic, body=b"one", properties={"UNIQ_KEY": uniq[:-1] + "2"})])
+    batch = broker.call(
+        RequestCode.SEND_BATCH_MESSAGE,
+        {
+            "a": "PG_5x",
+            "b": topic,
+            "c": "TBW102",
+            "d": "4",
+            "e": "0",
+            "f": "0",
+            "g": "0",
+            "h": "0",
+            "i": _props(UNIQ_KEY=uniq[:-1] + "3", WAIT="true"),
+            "j": "0",
+            "k": "false",
+            "m": "true",
+        },
+        body,
+    )
+    assert batch.code == ResponseCode.SUCCESS, batch.remark
+    assert (batch.ext_fields or {})["transactionId"] == uniq[:-1] + "3"
+
+
+def test_compacted_topics_refuse_messages_without_keys(
+    broker: Broker, unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("Compact")
+    assert broker.create_topic(topic, "+cleanup.policy=COMPACTION").code == ResponseCode.SUCCESS
+    refused = broker.send(topic, _props(WAIT="true"))
+    assert (refused.code, refused.remark) == (ResponseCode.MESSAGE_ILLEGAL, "Required message key is missing")
+    kept = broker.send(topic, _props(KEYS="k1", WAIT="true"))
+    assert kept.code == ResponseCode.SUCCESS, kept.remark
