@@ -24,6 +24,7 @@ from rmqtwin.fakes.broker.clients import ConsumerManager, ProducerManager, Rebal
 from rmqtwin.fakes.broker.filter import ConsumerFilterProcessor
 from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
 from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable, OffsetProcessor
+from rmqtwin.fakes.broker.pop import PopProcessor
 from rmqtwin.fakes.broker.pull import PullProcessor
 from rmqtwin.fakes.broker.query import QueryProcessor
 from rmqtwin.fakes.broker.schedule import ScheduleMessageService
@@ -81,6 +82,7 @@ class BrokerController:
 
         self.send = SendProcessor(self)
         self.pull = PullProcessor(self)
+        self.pop = PopProcessor(self)
         self.offset_processor = OffsetProcessor(self)
         self.client_manage = ClientManageProcessor(self)
         self.admin = AdminProcessor(self)
@@ -127,6 +129,9 @@ class BrokerController:
             RequestCode.CONSUMER_SEND_MSG_BACK: self.send.consumer_send_msg_back,
             RequestCode.PULL_MESSAGE: self.pull.process,
             RequestCode.LITE_PULL_MESSAGE: self.pull.process,
+            RequestCode.POP_MESSAGE: self.pop.pop_message,
+            RequestCode.ACK_MESSAGE: self.pop.ack_message,
+            RequestCode.CHANGE_MESSAGE_INVISIBLETIME: self.pop.change_invisible_time,
             RequestCode.QUERY_CONSUMER_OFFSET: self.offset_processor.query_consumer_offset,
             RequestCode.UPDATE_CONSUMER_OFFSET: self.offset_processor.update_consumer_offset,
             RequestCode.GET_MAX_OFFSET: self.offset_processor.get_max_offset,
@@ -184,6 +189,7 @@ class BrokerController:
         self.store.start()
         self.schedule.start()
         self.transaction_check.start()
+        self.pop.start()
         self._every(self.config.flush_consumer_offset_interval / 1000.0, self.persist_offsets)
         self._every(HOUSEKEEPING_INTERVAL, self.scan_not_active_channels)
         if self.acl is not None:
@@ -210,6 +216,7 @@ class BrokerController:
         self.schedule.stop()
         self.transaction_check.stop()
         self.pull.hold.stop()
+        self.pop.stop()
         unregistered: Deferred[Any] = (
             self.namesrv.unregister_all() if self.namesrv is not None else succeed(None)
         )
@@ -262,6 +269,8 @@ class BrokerController:
         return self.namesrv.register_all()
 
     def notify_message_arriving(self, topic: str, queue_id: int) -> None:
+        if self.pop.parked:
+            self.pop.notify_message_arriving(topic)
         if self.pull.hold.table:
             self.pull.hold.notify_message_arriving(
                 topic, queue_id, self.store.get_max_offset_in_queue(topic, queue_id)
@@ -271,6 +280,7 @@ class BrokerController:
         self.consumers.channel_closed(channel)
         self.producers.channel_closed(channel)
         self.pull.hold.channel_closed(channel)
+        self.pop.channel_closed(channel)
 
     def scan_not_active_channels(self) -> None:
         now = self.clock.seconds()

@@ -9,6 +9,7 @@ client's version, as the proxy's do.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ import pytest
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import CURRENT_VERSION_5, RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand
-from rmqtwin.codec.message import Message, encode_batch
+from rmqtwin.codec.message import Message, MessageExt, decode_message_records, encode_batch
 from tests.fakes.test_java_conformance import TWIN_CONF
 from tests.fakes.test_serve import call
 
@@ -299,3 +300,170 @@ def test_compacted_topics_refuse_messages_without_keys(
     assert (refused.code, refused.remark) == (ResponseCode.MESSAGE_ILLEGAL, "Required message key is missing")
     kept = broker.send(topic, _props(KEYS="k1", WAIT="true"))
     assert kept.code == ResponseCode.SUCCESS, kept.remark
+
+
+# -- POP ----------------------------------------------------------------------------------------------
+
+
+def _pop(broker: Broker, topic: str, group: str, **extra: str) -> RemotingCommand:
+    ext = {
+        "consumerGroup": group,
+        "topic": topic,
+        "queueId": "-1",
+        "maxMsgNums": "32",
+        "invisibleTime": "5000",
+        "pollTime": "1000",
+        "bornTime": str(int(time.time() * 1000)),
+        "initMode": "0",
+        "expType": "TAG",
+        "exp": "*",
+        "order": "false",
+    }
+    return broker.call(RequestCode.POP_MESSAGE, {**ext, **extra})
+
+
+def _extra_info(answer: RemotingCommand, msg: MessageExt, broker_name: str) -> str:
+    """What the 5.x client builds as a popped message's ``POP_CK`` (``ExtraInfoUtil.buildExtraInfo``)."""
+    fields = answer.ext_fields or {}
+    if "POP_CK" in msg.properties:
+        return msg.properties["POP_CK"]
+    starts = {
+        (flag, int(qid)): int(start)
+        for flag, qid, start in (part.split(" ") for part in fields["startOffsetInfo"].split(";"))
+    }
+    start = starts[("0", msg.queue_id)]
+    return " ".join(
+        str(p)
+        for p in (
+            start,
+            fields["popTime"],
+            fields["invisibleTime"],
+            fields["reviveQid"],
+            "0",
+            broker_name,
+            msg.queue_id,
+            msg.queue_offset,
+        )
+    )
+
+
+def test_pop_ack_change_invisible_time_and_revive(broker: Broker, unique_name: Callable[[str], str]) -> None:
+    # Short names: the pop retry topic %RETRY%<group>_<topic> must stay within the twin store's 127 bytes.
+    topic, group = unique_name("Pop")[-40:], unique_name("PopG")[-40:]
+    assert broker.create_topic(topic).code == ResponseCode.SUCCESS
+    for i in range(5):
+        assert broker.send(topic, _props(TAGS="T", KEYS=f"k{i}", WAIT="true")).code == ResponseCode.SUCCESS
+
+    popped = _pop(broker, topic, group)
+    assert (popped.code, popped.remark) == (ResponseCode.SUCCESS, "FOUND")
+    fields = popped.ext_fields or {}
+    assert fields["invisibleTime"] == "5000"
+    assert {"popTime", "reviveQid", "restNum", "startOffsetInfo", "msgOffsetInfo"} <= fields.keys()
+    messages = decode_message_records(popped.body or b"")
+    assert sorted(m.keys for m in messages) == [f"k{i}" for i in range(5)]
+    assert all(m.topic == topic and m.reconsume_times == 0 for m in messages)
+    offsets = sorted(f"{m.queue_id}:{m.queue_offset}" for m in messages)
+    assert (
+        sorted(
+            f"{qid}:{o}"
+            for flag, qid, listed in (p.split(" ") for p in fields["msgOffsetInfo"].split(";"))
+            for o in listed.split(",")
+        )
+        == offsets
+    )
+
+    # Inside the invisible time nothing is left: the pop waits its pollTime, then 210.
+    again = _pop(broker, topic, group)
+    assert (again.code, again.remark) == (ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE")
+
+    by_key = {m.keys: m for m in messages}
+    name = "broker-a"
+    for key in ("k0", "k1"):
+        msg = by_key[key]
+        acked = broker.call(
+            RequestCode.ACK_MESSAGE,
+            {
+                "consumerGroup": group,
+                "topic": topic,
+                "queueId": str(msg.queue_id),
+                "extraInfo": _extra_info(popped, msg, name),
+                "offset": str(msg.queue_offset),
+            },
+        )
+        assert (acked.code, acked.remark) == (ResponseCode.SUCCESS, None)
+    later = by_key["k2"]
+    changed = broker.call(
+        RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
+        {
+            "consumerGroup": group,
+            "topic": topic,
+            "queueId": str(later.queue_id),
+            "extraInfo": _extra_info(popped, later, name),
+            "offset": str(later.queue_offset),
+            "invisibleTime": "60000",
+        },
+    )
+    assert changed.code == ResponseCode.SUCCESS, changed.remark
+    assert (changed.ext_fields or {})["invisibleTime"] == "60000"
+    assert {"popTime", "reviveQid"} <= (changed.ext_fields or {}).keys()
+
+    # The two neither acked nor changed come back after the invisible time, retried once.
+    revived: list[MessageExt] = []
+    deadline = time.monotonic() + 30
+    while len(revived) < 2 and time.monotonic() < deadline:
+        answer = _pop(broker, topic, group)
+        if answer.code == ResponseCode.SUCCESS:
+            revived += decode_message_records(answer.body or b"")
+    assert sorted(m.keys for m in revived) == ["k3", "k4"]
+    for msg in revived:
+        assert msg.topic == topic and msg.reconsume_times == 1
+        assert msg.properties["POP_CK"].split(" ")[4] == "1"  # answered from the pop retry topic
+        assert "1ST_POP_TIME" in msg.properties
+
+
+def test_pop_bad_input_is_refused_as_5_5_0_refuses_it(
+    broker: Broker, unique_name: Callable[[str], str]
+) -> None:
+    topic, group = unique_name("PopBad"), unique_name("PopBadG")
+    assert broker.create_topic(topic).code == ResponseCode.SUCCESS
+    too_many = _pop(broker, topic, group, maxMsgNums="33")
+    assert too_many.code == ResponseCode.INVALID_PARAMETER
+    assert re.fullmatch(r"the broker\[.*\] pop message's num is greater than 32", too_many.remark or "")
+    missing = _pop(broker, unique_name("NoTopic"), group)
+    assert missing.code == ResponseCode.TOPIC_NOT_EXIST
+    assert (missing.remark or "").startswith("topic[") and "not exist, apply first please!" in (
+        missing.remark or ""
+    )
+    bad_queue = _pop(broker, topic, group, queueId="9")
+    assert bad_queue.code == ResponseCode.INVALID_PARAMETER
+    assert (bad_queue.remark or "").startswith(
+        f"queueId[9] is illegal, topic:[{topic}] topicConfig.readQueueNums:[4]"
+    )
+    no_poll = _pop(broker, topic, group, pollTime="0")
+    assert (no_poll.code, no_poll.remark) == (ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE")
+    ack = broker.call(
+        RequestCode.ACK_MESSAGE,
+        {
+            "consumerGroup": group,
+            "topic": topic,
+            "queueId": "0",
+            "extraInfo": "0 0 0 0 0 x 0 7",
+            "offset": "7",
+        },
+    )
+    assert (ack.code, ack.remark) == (
+        ResponseCode.NO_MESSAGE,
+        f"offset is illegal, key:{topic}@0, commit:7, store:0~0",
+    )
+    change = broker.call(
+        RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
+        {
+            "consumerGroup": group,
+            "topic": topic,
+            "queueId": "0",
+            "extraInfo": "0 0 0 0 0 x 0 0",
+            "offset": "0",
+            "invisibleTime": "1000",
+        },
+    )
+    assert (change.code, change.remark) == (ResponseCode.NO_MESSAGE, None)

@@ -1,0 +1,504 @@
+"""POP consumption (5.x): POP_MESSAGE, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME and revive.
+
+Follows ``PopMessageProcessor``, ``AckMessageProcessor``, ``ChangeInvisibleTimeProcessor`` and
+``PopReviveService`` of 5.5.0 with the checkpoints kept in memory (5.5.0 keeps them in its pop buffer
+and in ``rmq_sys_REVIVE_LOG_<cluster>`` timer messages; the twin does not write that topic). A pop takes
+messages from the queue's pop offset on, records a checkpoint (pop time, invisible time, the offsets)
+and answers the fields the client builds each message's ``extraInfo`` (its ack handle) from. An ack
+marks an offset done; a checkpoint whose invisible time has passed with offsets not acked is revived:
+each such message is stored again in the group's pop retry topic ``%RETRY%<group>_<topic>`` with
+``reconsumeTimes + 1``, which later pops read (and answer under the original topic). The consumer
+offset follows the oldest unfinished checkpoint. A pop that finds nothing waits up to its
+``pollTime`` for a message (long polling), then answers POLLING_TIMEOUT.
+
+Not modelled: orderly POP (``order=true`` is refused), the KV pop consumer service, checkpoints
+surviving a restart (unacked messages of a stopped twin are not revived).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet.interfaces import IDelayedCall
+from twisted.internet.task import LoopingCall
+
+from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.codec.headers import (
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    ChangeInvisibleTimeResponseHeader,
+    PopMessageRequestHeader,
+    PopMessageResponseHeader,
+)
+from rmqtwin.codec.message import decode_message_records, encode_message_record
+from rmqtwin.fakes.broker.filter import FilterError, message_filter_for
+from rmqtwin.fakes.broker.pull import build_subscription_data
+from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX, is_readable
+from rmqtwin.fakes.dispatch import Channel, decode_header, response, suggest_todo
+from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
+
+if TYPE_CHECKING:
+    from rmqtwin.codec.command import RemotingCommand
+    from rmqtwin.fakes.broker.controller import BrokerController
+
+REVIVE_QUEUE_NUM = 8  # BrokerConfig.reviveQueueNum
+POP_FROM_RETRY_PROBABILITY = 20  # BrokerConfig.popFromRetryProbability
+MAX_POP_NUMS = 32
+INIT_MODE_MIN = 0  # ConsumeInitMode.MIN
+REVIVE_SCAN_INTERVAL = 1.0
+KEY_SEPARATOR = " "
+
+
+def pop_retry_topic(topic: str, group: str) -> str:
+    """``KeyBuilder.buildPopRetryTopicV1`` (``enableRetryTopicV2`` is off by default)."""
+    return f"{RETRY_GROUP_TOPIC_PREFIX}{group}_{topic}"
+
+
+def _retry_flag(topic: str) -> str:
+    """``ExtraInfoUtil.getRetry``: 0 normal topic, 1 (v1) retry topic."""
+    return "1" if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else "0"
+
+
+@dataclass
+class PopCheckPoint:
+    """``PopCheckPoint``: one pop of one queue."""
+
+    topic: str
+    group: str
+    queue_id: int
+    start_offset: int
+    pop_time: int
+    invisible_time: int
+    revive_qid: int
+    offsets: list[int]
+    acked: set[int] = field(default_factory=set)
+
+    @property
+    def revive_time(self) -> int:
+        return self.pop_time + self.invisible_time
+
+    @property
+    def done(self) -> bool:
+        return len(self.acked) >= len(self.offsets)
+
+
+@dataclass
+class PopRequest:
+    """A parked pop (``PopLongPollingService``): re-run on arrival or at its expiry."""
+
+    request: RemotingCommand
+    channel: Channel
+    topic: str
+    group: str
+    expired_ms: int
+    timer: IDelayedCall | None = None
+
+
+class PopProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        # (topic, group, queueId) → next offset to pop / checkpoints not yet finished.
+        self.pop_offsets: dict[tuple[str, str, int], int] = {}
+        self.checkpoints: dict[tuple[str, str, int], list[PopCheckPoint]] = {}
+        self.parked: list[PopRequest] = []
+        self.retry_topics: dict[str, str] = {}  # pop retry topic → original topic
+        self._ck_number = 0
+        self._revive: LoopingCall | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> None:
+        loop = LoopingCall(self.revive)
+        loop.clock = self.broker.clock
+        loop.start(REVIVE_SCAN_INTERVAL, now=False)
+        self._revive = loop
+
+    def stop(self) -> None:
+        if self._revive is not None and self._revive.running:
+            self._revive.stop()
+        self._revive = None
+        for parked in self.parked:
+            if parked.timer is not None and parked.timer.active():
+                parked.timer.cancel()
+        self.parked.clear()
+
+    def channel_closed(self, channel: Channel) -> None:
+        for parked in [p for p in self.parked if p.channel is channel]:
+            if parked.timer is not None and parked.timer.active():
+                parked.timer.cancel()
+            self.parked.remove(parked)
+
+    # -- POP_MESSAGE ------------------------------------------------------------------------------
+    def pop_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        broker = self.broker
+        fields = request.ext_fields if request.ext_fields is not None else {}
+        if fields.get("bornTime") in (None, "0"):
+            fields["bornTime"] = str(broker.now_ms())
+            request.ext_fields = fields
+        header = decode_header(request, PopMessageRequestHeader)
+        ip = broker.config.broker_ip1
+        if broker.now_ms() - header.born_time - header.poll_time > 500:
+            return response(ResponseCode.POLLING_TIMEOUT, f"the broker[{ip}] pop message is timeout too much")
+        if not is_readable(broker.config.broker_permission):
+            return response(ResponseCode.NO_PERMISSION, f"the broker[{ip}] pop message is forbidden")
+        if header.max_msg_nums > MAX_POP_NUMS:
+            return response(
+                ResponseCode.INVALID_PARAMETER, f"the broker[{ip}] pop message's num is greater than 32"
+            )
+        topic, group = header.topic, header.consumer_group
+        topic_config = broker.topics.get(topic)
+        if topic_config is None:
+            return response(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please! {suggest_todo()}",
+            )
+        if not is_readable(topic_config.perm):
+            return response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden")
+        if header.queue_id >= topic_config.read_queue_nums:
+            return response(
+                ResponseCode.INVALID_PARAMETER,
+                f"queueId[{header.queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                f"[{topic_config.read_queue_nums}] consumer:[{channel.remote_addr}]",
+            )
+        group_config = broker.groups.find(group)
+        if group_config is None:
+            return response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{group}] does not exist, {suggest_todo()}",
+            )
+        if not group_config.consume_enable:
+            return response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        try:
+            subscription = build_subscription_data(topic, header.exp or "*", header.exp_type or "TAG")
+            message_filter = message_filter_for(subscription, request.version, from_request=True)
+        except (FilterError, Exception):
+            return response(
+                ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
+            )
+        if header.order:
+            return response(ResponseCode.SYSTEM_ERROR, "orderly POP is not modelled by rmqtwin")
+
+        revive_qid = self._ck_number % REVIVE_QUEUE_NUM
+        self._ck_number += 1
+        random_q = random.randrange(100)
+        need_retry = random_q < POP_FROM_RETRY_PROBABILITY
+        pop_time = broker.now_ms()
+        found = _PopResult()
+        retry_topic = pop_retry_topic(topic, group)
+        pop = _Pop(header, revive_qid, pop_time, message_filter, random_q, found)
+        if need_retry:
+            self._pop_from_topic(pop, retry_topic, is_retry=True)
+        if header.queue_id < 0:
+            self._pop_from_topic(pop, topic, is_retry=False)
+        else:
+            self._pop_from_queue(pop, topic, header.queue_id, is_retry=False)
+        if not need_retry and len(found.buffers) < header.max_msg_nums:
+            self._pop_from_topic(pop, retry_topic, is_retry=True)
+
+        answer = PopMessageResponseHeader(
+            pop_time=pop_time,
+            invisible_time=header.invisible_time,
+            revive_qid=revive_qid,
+            rest_num=found.rest_num,
+            start_offset_info=";".join(found.start_offset_info),
+            msg_offset_info=";".join(found.msg_offset_info),
+        )
+        if found.buffers:
+            broker.stats.on_get(topic, len(found.buffers))
+            return response(ResponseCode.SUCCESS, "FOUND", answer, b"".join(found.buffers))
+        if header.poll_time > 0:
+            expired_ms = header.born_time + header.poll_time
+            if broker.now_ms() < expired_ms:
+                self._park(PopRequest(request, channel, topic, group, expired_ms))
+                return None
+        return response(ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE", answer)
+
+    def _pop_from_topic(self, pop: _Pop, topic: str, *, is_retry: bool) -> None:
+        config = self.broker.topics.get(topic)
+        if config is None:
+            return
+        for i in range(config.read_queue_nums):
+            self._pop_from_queue(pop, topic, (pop.random_q + i) % config.read_queue_nums, is_retry=is_retry)
+
+    def _pop_offset(self, topic: str, group: str, queue_id: int, init_mode: int) -> int:
+        key = (topic, group, queue_id)
+        buffered = self.pop_offsets.get(key)
+        offset = self.broker.offsets.query_offset(group, topic, queue_id)
+        if offset < 0:
+            store = self.broker.store
+            if init_mode == INIT_MODE_MIN or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                offset = store.get_min_offset_in_queue(topic, queue_id)
+            else:
+                offset = max(0, store.get_max_offset_in_queue(topic, queue_id) - 1)
+            self.broker.offsets.commit_offset(group, topic, queue_id, offset)
+        return offset if buffered is None else max(buffered, offset)
+
+    def _pop_from_queue(self, pop: _Pop, topic: str, queue_id: int, *, is_retry: bool) -> None:
+        header, found, message_filter = pop.header, pop.found, pop.message_filter
+        broker = self.broker
+        group = header.consumer_group
+        offset = self._pop_offset(topic, group, queue_id, header.init_mode)
+        wanted = header.max_msg_nums - len(found.buffers)
+        if wanted <= 0:
+            found.rest_num += broker.store.get_max_offset_in_queue(topic, queue_id) - offset
+            return
+        result = broker.store.get_message(group, topic, queue_id, offset, wanted, message_filter)
+        status = result.status.name
+        if status in ("OFFSET_TOO_SMALL", "OFFSET_OVERFLOW_BADLY", "OFFSET_FOUND_NULL"):
+            broker.offsets.commit_offset(group, topic, queue_id, result.next_begin_offset)
+            offset = result.next_begin_offset
+            result = broker.store.get_message(group, topic, queue_id, offset, wanted, message_filter)
+        key = (topic, group, queue_id)
+        if result.message_buffers:
+            checkpoint = PopCheckPoint(
+                topic,
+                group,
+                queue_id,
+                offset,
+                pop.pop_time,
+                header.invisible_time,
+                pop.revive_qid,
+                list(result.message_queue_offsets),
+            )
+            self.checkpoints.setdefault(key, []).append(checkpoint)
+            self.pop_offsets[key] = result.next_begin_offset
+            flag = _retry_flag(topic)
+            found.start_offset_info.append(f"{flag} {queue_id} {offset}")
+            found.msg_offset_info.append(
+                f"{flag} {queue_id} " + ",".join(str(o) for o in result.message_queue_offsets)
+            )
+            for buffer in result.message_buffers:
+                found.buffers.append(
+                    self._as_original_topic(bytes(buffer), header, checkpoint) if is_retry else bytes(buffer)
+                )
+        elif status in ("NO_MATCHED_MESSAGE", "OFFSET_FOUND_NULL", "MESSAGE_WAS_REMOVING") and (
+            result.next_begin_offset > -1
+        ):
+            # ``addCkMock``: the filtered-out range is passed over as if popped and acked.
+            self.pop_offsets[key] = result.next_begin_offset
+            self._commit(key)
+        found.rest_num += result.max_offset - result.next_begin_offset
+
+    def _as_original_topic(
+        self, record: bytes, header: PopMessageRequestHeader, checkpoint: PopCheckPoint
+    ) -> bytes:
+        """A retry-topic message answered under the topic popped, with its ``POP_CK`` (5.5.0 re-encodes
+        it unless ``popResponseReturnActualRetryTopic``)."""
+        out = []
+        for msg in decode_message_records(record):
+            msg.properties.setdefault(
+                "POP_CK",
+                KEY_SEPARATOR.join(
+                    str(part)
+                    for part in (
+                        checkpoint.start_offset,
+                        checkpoint.pop_time,
+                        checkpoint.invisible_time,
+                        checkpoint.revive_qid,
+                        _retry_flag(msg.topic),
+                        self.broker.config.broker_name,
+                        msg.queue_id,
+                        msg.queue_offset,
+                    )
+                ),
+            )
+            msg.topic = header.topic
+            msg.properties_string = None
+            out.append(encode_message_record(msg, compute_crc=False))
+        return b"".join(out)
+
+    # -- long polling ------------------------------------------------------------------------------
+    def _park(self, parked: PopRequest) -> None:
+        self.parked.append(parked)
+        delay = max(0.0, parked.expired_ms / 1000.0 - self.broker.clock.seconds())
+        parked.timer = self.broker.clock.callLater(delay, self._wake, parked)
+
+    def _wake(self, parked: PopRequest) -> None:
+        if parked not in self.parked:
+            return
+        self.parked.remove(parked)
+        if parked.timer is not None and parked.timer.active():
+            parked.timer.cancel()
+        parked.timer = None
+        if not parked.channel.is_active:
+            return
+        answer = self.pop_message(parked.channel, parked.request)
+        if answer is not None:
+            parked.channel.send_response(parked.request, answer)
+
+    def notify_message_arriving(self, topic: str) -> None:
+        original = self.retry_topics.get(topic, topic)
+        for parked in [p for p in self.parked if p.topic == original]:
+            self._wake(parked)
+
+    # -- ACK_MESSAGE ---------------------------------------------------------------------------------
+    def _queue_checks(
+        self, channel: Channel, topic: str, queue_id: int, offset: int, *, ack: bool
+    ) -> RemotingCommand | None:
+        broker = self.broker
+        config = broker.topics.get(topic)
+        if config is None:
+            return response(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please! {suggest_todo()}",
+            )
+        if queue_id >= config.read_queue_nums or queue_id < 0:
+            return response(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                f"[{config.read_queue_nums}] consumer:[{channel.remote_addr}]",
+            )
+        low = broker.store.get_min_offset_in_queue(topic, queue_id)
+        high = broker.store.get_max_offset_in_queue(topic, queue_id)
+        if ack and (offset < low or offset > high):
+            return response(
+                ResponseCode.NO_MESSAGE,
+                f"offset is illegal, key:{topic}@{queue_id}, commit:{offset}, store:{low}~{high}",
+            )
+        if not ack and (offset < low or offset >= high):
+            return response(ResponseCode.NO_MESSAGE)
+        return None
+
+    def ack_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = decode_header(request, AckMessageRequestHeader)
+        failure = self._queue_checks(channel, header.topic, header.queue_id, header.offset, ack=True)
+        if failure is not None:
+            return failure
+        self._ack(header.consumer_group, header.topic, header.queue_id, header.offset, header.extra_info)
+        return response()
+
+    def _ack(
+        self, group: str, topic: str, queue_id: int, offset: int, extra_info: str
+    ) -> PopCheckPoint | None:
+        parts = extra_info.split(KEY_SEPARATOR)
+        try:
+            start_offset, pop_time = int(parts[0]), int(parts[1])
+        except (IndexError, ValueError):
+            return None
+        key = (topic, group, queue_id)
+        for checkpoint in self.checkpoints.get(key, []):
+            if (checkpoint.start_offset, checkpoint.pop_time) == (start_offset, pop_time):
+                if offset in checkpoint.offsets:
+                    checkpoint.acked.add(offset)
+                self._commit(key)
+                return checkpoint
+        return None
+
+    def _commit(self, key: tuple[str, str, int]) -> None:
+        """The consumer offset: the start of the oldest unfinished checkpoint, else the pop offset."""
+        open_cks = [ck for ck in self.checkpoints.get(key, []) if not ck.done]
+        self.checkpoints[key] = open_cks
+        topic, group, queue_id = key
+        offset = min(ck.start_offset for ck in open_cks) if open_cks else self.pop_offsets.get(key, -1)
+        if offset >= 0:
+            self.broker.offsets.commit_offset(group, topic, queue_id, offset)
+
+    # -- CHANGE_MESSAGE_INVISIBLETIME ----------------------------------------------------------------
+    def change_invisible_time(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = decode_header(request, ChangeInvisibleTimeRequestHeader)
+        failure = self._queue_checks(channel, header.topic, header.queue_id, header.offset, ack=False)
+        if failure is not None:
+            return failure
+        parts = header.extra_info.split(KEY_SEPARATOR)
+        try:
+            revive_qid = int(parts[3])
+        except (IndexError, ValueError):
+            return response(ResponseCode.SYSTEM_ERROR)
+        now = self.broker.now_ms()
+        # ``appendCheckPointThenAckOrigin``: a one-message checkpoint from now, then the old one acked.
+        key = (header.topic, header.consumer_group, header.queue_id)
+        self.checkpoints.setdefault(key, []).append(
+            PopCheckPoint(
+                header.topic,
+                header.consumer_group,
+                header.queue_id,
+                header.offset,
+                now,
+                header.invisible_time,
+                revive_qid,
+                [header.offset],
+            )
+        )
+        self._ack(header.consumer_group, header.topic, header.queue_id, header.offset, header.extra_info)
+        return response(
+            ext_fields=ChangeInvisibleTimeResponseHeader(
+                pop_time=now, invisible_time=header.invisible_time, revive_qid=revive_qid
+            )
+        )
+
+    # -- revive -----------------------------------------------------------------------------------
+    def revive(self) -> None:
+        """``PopReviveService``: every checkpoint past its revive time puts its unacked messages into
+        the pop retry topic (reconsumeTimes + 1) and is finished."""
+        now = self.broker.now_ms()
+        for key, cks in list(self.checkpoints.items()):
+            due = [ck for ck in cks if not ck.done and ck.revive_time <= now]
+            for checkpoint in due:
+                for offset in checkpoint.offsets:
+                    if offset not in checkpoint.acked:
+                        self._revive_one(checkpoint, offset)
+                        checkpoint.acked.add(offset)
+            if due:
+                self._commit(key)
+
+    def _revive_one(self, checkpoint: PopCheckPoint, offset: int) -> None:
+        broker = self.broker
+        result = broker.store.get_message(
+            checkpoint.group, checkpoint.topic, checkpoint.queue_id, offset, 1, None
+        )
+        if not result.message_buffers:
+            return
+        [msg] = decode_message_records(bytes(result.message_buffers[0]))
+        if checkpoint.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            retry_topic = checkpoint.topic
+        else:
+            retry_topic = pop_retry_topic(checkpoint.topic, checkpoint.group)
+            self.retry_topics[retry_topic] = checkpoint.topic
+        broker.topics.create_in_send_back_method(retry_topic, 1, PERM_READ | PERM_WRITE)
+        props = dict(msg.properties)
+        if msg.reconsume_times == 0 or "1ST_POP_TIME" not in props:
+            props["1ST_POP_TIME"] = str(checkpoint.pop_time)
+        inner = MessageExtBrokerInner(
+            topic=retry_topic,
+            body=msg.body,
+            queue_id=0,
+            flag=msg.flag,
+            properties=props,
+            properties_string=properties_to_string(props),
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=_host(msg.born_host),
+            store_host=broker.store_host,
+            reconsume_times=msg.reconsume_times + 1,
+        )
+        put = broker.store.put_message(inner)
+        if put.status.name == "PUT_OK":
+            broker.notify_message_arriving(retry_topic, 0)
+
+
+@dataclass
+class _Pop:
+    """One POP_MESSAGE being answered."""
+
+    header: PopMessageRequestHeader
+    revive_qid: int
+    pop_time: int
+    message_filter: Any
+    random_q: int
+    found: _PopResult
+
+
+@dataclass
+class _PopResult:
+    buffers: list[bytes] = field(default_factory=list)
+    start_offset_info: list[str] = field(default_factory=list)
+    msg_offset_info: list[str] = field(default_factory=list)
+    rest_num: int = 0
+
+
+def _host(addr: Any) -> tuple[str, int]:
+    if isinstance(addr, tuple):
+        return (str(addr[0]), int(addr[1]))
+    host, _, port = str(addr).rpartition(":")
+    return (host.strip("[]/") or "127.0.0.1", int(port or 0))
