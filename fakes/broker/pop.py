@@ -357,7 +357,8 @@ class PopProcessor:
                 f"offset is illegal, key:{topic}@{queue_id}, commit:{offset}, store:{low}~{high}",
             )
         if not ack and (offset < low or offset >= high):
-            return response(ResponseCode.NO_MESSAGE)
+            # createResponseCommand(Class) leaves its default remark.
+            return response(ResponseCode.NO_MESSAGE, "not set any response code")
         return None
 
     def ack_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

@@ -466,4 +466,4 @@ def test_pop_bad_input_is_refused_as_5_5_0_refuses_it(
             "invisibleTime": "1000",
         },
     )
-    assert (change.code, change.remark) == (ResponseCode.NO_MESSAGE, None)
+    assert (change.code, change.remark) == (ResponseCode.NO_MESSAGE, "not set any response code")
