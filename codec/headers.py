@@ -568,6 +568,7 @@ class AckMessageRequestHeader(TopicRequestHeader):
     queue_id: int
     extra_info: str
     offset: Long
+    lite_topic: str | None = None  # 5.5
 
 
 @dataclass(slots=True, kw_only=True)
@@ -580,6 +581,8 @@ class ChangeInvisibleTimeRequestHeader(TopicRequestHeader):
     extra_info: str
     offset: Long
     invisible_time: Long
+    lite_topic: str | None = None  # 5.5
+    suspend: bool | None = None  # 5.5
 
 
 @dataclass(slots=True, kw_only=True)
