@@ -37,6 +37,8 @@ from rmqtwin.fakes.broker.filter import FilterError, message_filter_for
 from rmqtwin.fakes.broker.pull import build_subscription_data
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX, is_readable
 from rmqtwin.fakes.dispatch import Channel, decode_header, response, suggest_todo
+from rmqtwin.store_mirror.commitlog import PutMessageStatus
+from rmqtwin.store_mirror.message_store import GetMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
 
 if TYPE_CHECKING:
@@ -49,6 +51,16 @@ MAX_POP_NUMS = 32
 INIT_MODE_MIN = 0  # ConsumeInitMode.MIN
 REVIVE_SCAN_INTERVAL = 1.0
 KEY_SEPARATOR = " "
+_OFFSET_WRONG = (
+    GetMessageStatus.OFFSET_TOO_SMALL,
+    GetMessageStatus.OFFSET_OVERFLOW_BADLY,
+    GetMessageStatus.OFFSET_FOUND_NULL,
+)
+_PASSED_OVER = (
+    GetMessageStatus.NO_MATCHED_MESSAGE,
+    GetMessageStatus.OFFSET_FOUND_NULL,
+    GetMessageStatus.MESSAGE_WAS_REMOVING,
+)
 
 
 def pop_retry_topic(topic: str, group: str) -> str:
@@ -244,8 +256,7 @@ class PopProcessor:
             found.rest_num += broker.store.get_max_offset_in_queue(topic, queue_id) - offset
             return
         result = broker.store.get_message(group, topic, queue_id, offset, wanted, message_filter)
-        status = result.status.name
-        if status in ("OFFSET_TOO_SMALL", "OFFSET_OVERFLOW_BADLY", "OFFSET_FOUND_NULL"):
+        if result.status in _OFFSET_WRONG:
             broker.offsets.commit_offset(group, topic, queue_id, result.next_begin_offset)
             offset = result.next_begin_offset
             result = broker.store.get_message(group, topic, queue_id, offset, wanted, message_filter)
@@ -272,9 +283,7 @@ class PopProcessor:
                 found.buffers.append(
                     self._as_original_topic(bytes(buffer), header, checkpoint) if is_retry else bytes(buffer)
                 )
-        elif status in ("NO_MATCHED_MESSAGE", "OFFSET_FOUND_NULL", "MESSAGE_WAS_REMOVING") and (
-            result.next_begin_offset > -1
-        ):
+        elif result.status in _PASSED_OVER and (result.next_begin_offset > -1):
             # ``addCkMock``: the filtered-out range is passed over as if popped and acked.
             self.pop_offsets[key] = result.next_begin_offset
             self._commit(key)
@@ -474,7 +483,7 @@ class PopProcessor:
             reconsume_times=msg.reconsume_times + 1,
         )
         put = broker.store.put_message(inner)
-        if put.status.name == "PUT_OK":
+        if put.status is PutMessageStatus.PUT_OK:
             broker.notify_message_arriving(retry_topic, 0)
 
 
