@@ -1,11 +1,9 @@
-"""The same real-Java-client scenarios against rmqtwin and against real Apache RocketMQ.
+"""Real-Java-client checks against rmqtwin and real Apache RocketMQ that the scenario catalog does not
+make yet (the catalog, conformance/catalog/, runs in tests/conformance/test_catalog.py).
 
 Targets: rmqtwin with the 4.9.8 client and with the 5.5.0 client, real 4.9.7 (client 4.9.8), and
 real 5.5.0. The real brokers are the suite's shared ``real_rocketmq_factory`` instances (cluster
-``rmqtwin``, the shared broker.conf: delay level n = n seconds); the twin gets the same settings.
-Every scenario asserts the same expected observation for every target, so a difference between the
-twin and the real broker fails here. Multi-step retry schedules are covered on the Clock in
-test_broker.py; here one retry (level 3) is observed end to end.
+``rmqtwin``, the shared broker.conf); the twin gets the same settings (``TWIN_BROKER_CONF``).
 """
 
 from __future__ import annotations
@@ -20,8 +18,7 @@ import pytest
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.conformance.java_client import JavaClient, MQAdminResult
-from rmqtwin.conformance.pytest_plugin import SHARED_BROKER_CONF
-from rmqtwin.store_mirror.record import parse_delay_levels
+from rmqtwin.conformance.runner import TWIN_BROKER_CONF
 from tests.fakes.test_serve import call
 
 pytestmark = [pytest.mark.java]
@@ -32,18 +29,6 @@ TARGETS = [
     pytest.param("real-4.9", marks=pytest.mark.real),
     pytest.param("real-5", marks=pytest.mark.real),
 ]
-
-
-# The launcher's real broker.conf and the suite's shared settings, where the twin models them.
-TWIN_CONF = {
-    "brokerClusterName": "rmqtwin",
-    "mappedFileSizeCommitLog": 16 * 1024 * 1024,
-    "mappedFileSizeConsumeQueue": 20 * 30_000,
-    "autoCreateTopicEnable": True,
-    "autoCreateSubscriptionGroup": True,
-    **SHARED_BROKER_CONF,
-}
-LEVEL_3_SECONDS = parse_delay_levels(str(SHARED_BROKER_CONF["messageDelayLevel"]))[2] / 1000
 
 
 @dataclass
@@ -98,7 +83,9 @@ def make_target(
         twins = request.session.__dict__.setdefault("_rmqtwin_target_twins", {})
         key = tuple(sorted(overrides.items()))
         if key not in twins:
-            twins[key] = rocketmq_factory(broker_conf={**TWIN_CONF, **overrides}, broker_name="broker-a")
+            twins[key] = rocketmq_factory(
+                broker_conf={**TWIN_BROKER_CONF, **overrides}, broker_name="broker-a"
+            )
         twin = twins[key]
         return Target(name, twin.namesrv_addr, twin.broker_addr, java_client_factory(line))
     line = name.removeprefix("real-")
@@ -113,121 +100,6 @@ def target(
     rocketmq_factory: Any,
 ) -> Target:
     return make_target(request, java_client_factory, rocketmq_factory)
-
-
-def test_send_modes_consume_pull_and_query(target: Target, unique_name: Callable[[str], str]) -> None:
-    ns, client = target.namesrv_addr, target.client
-    topic = unique_name("Modes")
-    target.create_topic(topic)
-    sent: list[dict[str, Any]] = []
-    bodies: set[str] = set()
-    # sync, async and oneway from one producer (each message names its mode), then one batch.
-    singles = [
-        {"body": f"{mode}-{i}", "tags": "TagA", "keys": f"K-{mode}-{i}", "mode": mode}
-        for mode in ("sync", "async", "oneway")
-        for i in range(3)
-    ]
-    batch = [{"body": f"batch-{i}", "tags": "TagA", "keys": f"K-batch-{i}"} for i in range(3)]
-    for mode, messages in (("sync", singles), ("batch", batch)):
-        result = client.producer(ns, topic, mode=mode, messages=messages, timeoutMs=30000)
-        assert (result.summary["sent"], result.summary["errors"]) == (len(messages), 0), (
-            result.errors,
-            result.stderr[-2000:],
-        )
-        bodies.update(m["body"] for m in messages)
-        answered = [e for e in result.sent if e["mode"] != "oneway"]
-        assert len(answered) == len(messages) - sum(m.get("mode") == "oneway" for m in messages)
-        assert {e["status"] for e in answered} == {"SEND_OK"}
-        sent.extend(answered)
-    got = client.push_consumer(ns, topic, group=unique_name("g"), expect=12, timeoutMs=60000)
-    assert got.summary["consumed"] == 12, got.stderr[-2000:]
-    assert {e["body"] for e in got.received} == bodies
-    assert {e["msgId"] for e in sent} <= {e["msgId"] for e in got.received}
-    five = target.name.endswith("5")
-    for event in got.received:
-        props = event["properties"]
-        if five and event["body"].startswith("batch"):
-            # 5.5.0 stores a batch's messages with their own properties only (4.9 appends the batch's).
-            assert "CLUSTER" not in props
-        else:
-            assert props["CLUSTER"] == "rmqtwin"
-        if not event["body"].startswith("batch"):
-            # 4.9 leaves WAIT out of a stored message; 5.5.0 keeps it and adds MSG_REGION.
-            assert ("MSG_REGION" in props) == five and ("WAIT" in props) == five
-        assert event["storeHost"].endswith(":" + target.broker_addr.rpartition(":")[2])
-        assert event["tags"] == "TagA" and event["reconsumeTimes"] == 0
-
-    pulled = client.lite_pull(ns, topic, group=unique_name("lp"), expect=12, timeoutMs=60000)
-    assert pulled.summary["received"] == 12, pulled.stderr[-2000:]
-
-    probe = next(e for e in sent if e["mode"] == "sync")
-    by_key = target.mqadmin("queryMsgByKey", "-t", topic, "-k", "K-sync-0").check()
-    assert probe["msgId"] in by_key.stdout
-    topic_option = ["-t", topic] if target.name.endswith("5") else []  # 5.5.0's tool requires -t
-    by_id = target.mqadmin("queryMsgById", "-i", probe["offsetMsgId"], *topic_option).check()
-    assert re.search(r"Topic:\s+" + re.escape(topic), by_id.stdout)
-    assert re.search(r"Keys:\s+\[K-sync-0\]", by_id.stdout)
-
-
-def test_offsets_persist_across_a_consumer_restart(target: Target, unique_name: Callable[[str], str]) -> None:
-    topic, group = unique_name("Offsets"), unique_name("go")
-    target.create_topic(topic)
-    first = [{"body": f"first-{i}"} for i in range(4)]
-    sent = target.client.producer(target.namesrv_addr, topic, mode="sync", messages=first, timeoutMs=30000)
-    assert sent.check().summary["sent"] == 4, sent.errors
-    # Settle past the client's 5-second offset persist: the shutdown persist alone is a oneway race.
-    got = target.client.push_consumer(
-        target.namesrv_addr, topic, group=group, expect=4, timeoutMs=60000, settleMs=6000
-    )
-    assert {e["body"] for e in got.received} == {m["body"] for m in first}
-    second = [{"body": f"second-{i}"} for i in range(3)]
-    sent = target.client.producer(target.namesrv_addr, topic, mode="sync", messages=second, timeoutMs=30000)
-    assert sent.check().summary["sent"] == 3, sent.errors
-    again = target.client.push_consumer(
-        target.namesrv_addr, topic, group=group, expect=3, timeoutMs=60000, settleMs=1500
-    )
-    assert {e["body"] for e in again.received} == {m["body"] for m in second}
-
-
-def test_reconsume_later_comes_back_with_reconsume_times_plus_one(
-    target: Target, unique_name: Callable[[str], str]
-) -> None:
-    topic, group = unique_name("Retry"), unique_name("gr")
-    target.create_topic(topic)
-    # A brand-new group's retry topic is made by the consumer's first heartbeat, which races with the
-    # client's first route look-up; when the look-up wins, the client finds the topic only at its next
-    # 30-second route refresh (on the twin as on the real brokers). Made first, the test waits for the
-    # retry only.
-    target.create_topic(f"%RETRY%{group}", queues=1)
-    messages = [
-        {"body": "retry-me", "keys": "RETRY1", "tags": "T"},
-        {"body": "fine", "keys": "OK1", "tags": "T"},
-    ]
-    target.client.producer(
-        target.namesrv_addr, topic, mode="sync", messages=messages, timeoutMs=30000
-    ).check()
-    started = time.monotonic()
-    got = target.client.push_consumer(
-        target.namesrv_addr,
-        topic,
-        group=group,
-        expect=2,
-        timeoutMs=90000,
-        settleMs=1000,
-        reconsumeLater={"keys": ["RETRY1"], "times": 1},
-    )
-    retried = [e for e in got.received if e["keys"] == "RETRY1"]
-    assert [e["reconsumeTimes"] for e in retried] == [0, 1], got.stderr[-2000:]
-    assert [e["answer"] for e in retried] == ["RECONSUME_LATER", "CONSUME_SUCCESS"]
-    assert time.monotonic() - started >= LEVEL_3_SECONDS  # the first retry uses delay level 3
-    assert len({e["msgId"] for e in retried}) == 1
-    first, again = retried
-    props = again["properties"]
-    assert props["RETRY_TOPIC"] == topic
-    assert props["ORIGIN_MESSAGE_ID"] == first["offsetMsgId"]
-    assert props["REAL_TOPIC"] == f"%RETRY%{group}" and props["DELAY"] == "3"
-    assert again["topic"] == topic  # the client restores the original topic
-    assert [e["reconsumeTimes"] for e in got.received if e["keys"] == "OK1"] == [0]
 
 
 def _shape(text: str) -> list[str]:
