@@ -62,6 +62,14 @@ def register(subparsers: Any) -> None:
     ingest.add_argument("--raw", action="store_true", help="keep every frame's bytes in frames.raw")
     ingest.add_argument("--strict", action="store_true", help="fail if any input is damaged")
     ingest.set_defaults(handler=_ingest)
+    report = sub.add_parser("report", help="one self-contained HTML page (plots, tables) of an ingested DIR")
+    report.add_argument("dir", metavar="DIR")
+    report.add_argument("--html", required=True, metavar="OUT.html")
+    report.add_argument("--json", metavar="OUT.json", help="the same figures as JSON")
+    report.add_argument("--from", dest="from_", metavar="T", help="start, ISO time (UTC unless given)")
+    report.add_argument("--to", metavar="T", help="end, ISO time")
+    report.add_argument("--master", metavar="URL", help="Spark master (default local[2])")
+    report.set_defaults(handler=_report)
 
 
 def _ingest(args: argparse.Namespace) -> int:
@@ -121,3 +129,16 @@ def _replay(args: argparse.Namespace) -> int:
     print(summary.verdict_line())
     print(f"report: {summary.out}/report.html")
     return 0 if summary.verdict_line().startswith("REPLAY SAME") else 3
+
+
+def _report(args: argparse.Namespace) -> int:
+    from rmqtwin.spark.report import write_report
+    from rmqtwin.spark.session import spark_session
+
+    spark = spark_session(args.master)
+    try:
+        write_report(spark, args.dir, args.html, json_out=args.json, start=args.from_, end=args.to)
+    finally:
+        spark.stop()
+    print(f"report: {args.html}")
+    return 0
