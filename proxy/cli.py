@@ -30,6 +30,13 @@ def register(subparsers: Any) -> None:
     proxy.add_argument("--port", type=int, default=9876, help="namesrv listen port (0 = any free port)")
     proxy.add_argument("--advertise", metavar="HOST", help="host written into rewritten broker addresses")
     proxy.add_argument(
+        "--broker-port",
+        type=int,
+        default=0,
+        metavar="P",
+        help="first broker listener's port (next brokers P+4, ...; each VIP channel two below; 0 = any)",
+    )
+    proxy.add_argument(
         "--capture", metavar="FILE", help="record to this capture (rotated as FILE.1, FILE.2, ...)"
     )
     proxy.add_argument(
@@ -231,6 +238,7 @@ def _run_proxy(args: argparse.Namespace) -> int:
         recorder=recorder,
         faults=faults,
         metrics=args.metrics_port is not None,
+        broker_port=args.broker_port,
     )
     port = proxy.listen(args.port)
     reactor.addSystemEventTrigger("before", "shutdown", proxy.stop)

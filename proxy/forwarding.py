@@ -399,6 +399,9 @@ class RecordingProxy:
 
     ``advertise_host`` is the host written into rewritten answers (defaults to ``listen_host``, or
     127.0.0.1 when that is a wildcard). ``recorder`` is optional: without one the proxy only forwards.
+    ``broker_port`` fixes the broker listeners' ports (brokers in order of first sight get P, P+4, ...,
+    each with its VIP channel two below) for clients that reach the proxy through published ports; 0
+    lets the OS pick.
     """
 
     def __init__(
@@ -413,6 +416,7 @@ class RecordingProxy:
         connect_timeout: float = 10.0,
         faults: FaultEngine | None = None,
         metrics: bool = False,
+        broker_port: int = 0,
     ) -> None:
         if not namesrv_upstreams:
             raise ValueError("at least one upstream namesrv is needed")
@@ -425,6 +429,7 @@ class RecordingProxy:
         self.recorder = recorder
         self.max_frame_size = max_frame_size
         self.connect_timeout = connect_timeout
+        self._next_broker_port = broker_port
         self.rewriter = AddressRewriter(self.resolve, self.lookup)
         self.connections: set[ProxiedConnection] = set()
         self.ports: list[IListeningPort] = []
@@ -528,10 +533,14 @@ class RecordingProxy:
             return self._listen_any(factory)
         vip_factory = _ListenerFactory(self, KIND_BROKER, [Upstream(target.host, target.port - 2)])
         try:
-            main, vip = listen_vip_pair(self.reactor, 0, factory, vip_factory, interface=self.listen_host)
+            main, vip = listen_vip_pair(
+                self.reactor, self._next_broker_port, factory, vip_factory, interface=self.listen_host
+            )
         except CannotListenError:
             log.warn("no free port pair for {target}: its VIP channel is not proxied", target=str(target))
             return self._listen_any(factory)
+        if self._next_broker_port:
+            self._next_broker_port += 4
         vip_factory.listener = self._advertised(vip)
         self.ports += [main, vip]
         return main

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import re
 import shlex
-import socket
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,8 @@ COMPOSE = ROOT / "docker-compose.yml"
 
 @pytest.fixture(scope="module")
 def compose() -> dict[str, Any]:
-    data = yaml.safe_load(COMPOSE.read_text())
+    # As compose reads it with no variables set: ${NAME:-default} is the default.
+    data = yaml.safe_load(re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", COMPOSE.read_text()))
     assert isinstance(data, dict)
     return data
 
@@ -36,7 +36,7 @@ def test_services_present(compose: dict[str, Any]) -> None:
 @pytest.mark.parametrize("name", ["proxy", "rmqtwin"])
 def test_rmqtwin_services_commands_parse_with_the_cli(compose: dict[str, Any], name: str) -> None:
     service = compose["services"][name]
-    assert "build" in service
+    assert service["image"] == "rmqtwin:local"  # what scripts/setup.d/40-docker.sh builds
     args = build_parser().parse_args(_command(service))
     assert args.handler is not None
 
@@ -58,26 +58,20 @@ def test_mounted_files_exist(compose: dict[str, Any]) -> None:
                 assert path.exists() or source == "./captures", f"missing {source}"
 
 
-def test_published_ports_match_the_advertised_rmqtwin_ports(compose: dict[str, Any]) -> None:
-    service = compose["services"]["rmqtwin"]
-    args = build_parser().parse_args(_command(service))
-    published = {int(spec.split(":")[0]) for spec in service["ports"]}
-    assert {args.namesrv_port, args.broker_port, args.broker_port - 2} <= published
-
-
-@pytest.mark.docker
-@pytest.mark.slow
-def test_compose_stack_serves_rmqtwin(docker_engine: None) -> None:
-    """With an engine: the stack comes up and rmqtwin's namesrv answers on the published port."""
-    from testcontainers.compose import DockerCompose
-
-    with DockerCompose(str(ROOT), compose_file_name="docker-compose.yml", services=["rmqtwin"], wait=True):
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", 19876), timeout=2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(1)
+def test_advertised_broker_ports_are_published_one_to_one(compose: dict[str, Any]) -> None:
+    """A client dials the port a broker advertises, so host port = container port for each broker."""
+    services = compose["services"]
+    twin = build_parser().parse_args(_command(services["rmqtwin"]))
+    proxy = build_parser().parse_args(_command(services["proxy"]))
+    conf = dict(
+        line.split("=", 1) for line in (ROOT / "docker/broker.conf").read_text().splitlines() if "=" in line
+    )
+    expected = {
+        "rmqtwin": str(twin.broker_port),
+        "proxy": str(proxy.broker_port),
+        "broker": conf["listenPort"],
+    }
+    for name, port in expected.items():
+        mappings = {tuple(spec.split(":")[-2:]) for spec in services[name]["ports"]}
+        assert (port, port) in mappings, name
+        assert all(spec.startswith("127.0.0.1:") for spec in services[name]["ports"]), name

@@ -8,6 +8,8 @@ server address is configured.
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +48,16 @@ log = Logger()
 HOUSEKEEPING_INTERVAL = 10.0
 
 
+def store_host_ip(broker_ip1: str) -> str:
+    """The storeHost's IP: brokerIP1 itself, or the address a host name (a compose service name, say)
+    resolves to, as Java's ``new InetSocketAddress(brokerIP1, listenPort)`` does; messages store an IP."""
+    try:
+        ipaddress.ip_address(broker_ip1)
+    except ValueError:
+        return socket.gethostbyname(broker_ip1)
+    return broker_ip1
+
+
 class BrokerController:
     def __init__(
         self,
@@ -61,7 +73,7 @@ class BrokerController:
         self.clock = clock
         self.reactor = reactor
         self.boot_time_ms = self.now_ms()
-        self.store_host = (config.broker_ip1 or "127.0.0.1", config.listen_port)
+        self.store_host = (store_host_ip(config.broker_ip1 or "127.0.0.1"), config.listen_port)
         self.sync_flush = config.flush_disk_type == "SYNC_FLUSH"
         self.config_data_version = DataVersion(0, self.now_ms())
 
