@@ -22,7 +22,8 @@ from rmqtwin.conformance.java_client import JavaClient, target_dir
 from rmqtwin.conformance.launcher import free_port
 from rmqtwin.containers import RMQTWIN_IMAGE, ROCKETMQ_IMAGE
 
-pytestmark = [pytest.mark.docker, pytest.mark.java, pytest.mark.xdist_group("docker")]
+# `slow`: the stack of four containers and a dozen client JVMs runs in make test-all.
+pytestmark = [pytest.mark.docker, pytest.mark.java, pytest.mark.slow, pytest.mark.xdist_group("docker")]
 
 ROOT = Path(__file__).resolve().parent.parent
 ADVERTISED_NAMES = ("broker", "proxy", "rmqtwin")
