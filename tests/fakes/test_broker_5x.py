@@ -20,7 +20,7 @@ from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import CURRENT_VERSION_5, RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand
 from rmqtwin.codec.message import Message, MessageExt, decode_message_records, encode_batch
-from tests.fakes.test_java_conformance import TWIN_CONF
+from rmqtwin.conformance.runner import TWIN_BROKER_CONF
 from tests.fakes.test_serve import call
 
 TARGETS = ["rmqtwin", pytest.param("real-5", marks=pytest.mark.real)]
@@ -101,7 +101,7 @@ def broker(request: pytest.FixtureRequest, rocketmq_factory: Any) -> Broker:
         # The same twin the Java conformance targets share (one per broker.conf).
         twins = request.session.__dict__.setdefault("_rmqtwin_target_twins", {})
         if () not in twins:
-            twins[()] = rocketmq_factory(broker_conf=TWIN_CONF, broker_name="broker-a")
+            twins[()] = rocketmq_factory(broker_conf=TWIN_BROKER_CONF, broker_name="broker-a")
         twin = twins[()]
         return Broker(name, twin.namesrv_addr, twin.broker_addr)
     real = request.getfixturevalue("real_rocketmq_factory")("5")
