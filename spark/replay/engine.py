@@ -2,7 +2,9 @@
 
 No reactor (Spark reuses Python workers, a reactor cannot restart): :mod:`selectors` over plain sockets,
 :class:`~rmqtwin.codec.connection.RemotingConnection` for framing, opaques and pending requests. Each
-request goes at its recorded offset ÷ speed without waiting for earlier answers (pipelining as recorded);
+request goes at its recorded offset ÷ speed without waiting for answers that came after it in the capture
+(pipelining as recorded), but never before an answer the capture shows arriving before it was sent, on any
+connection of the task (:class:`RecordedOrder`);
 at ``max`` speed a window bounds what waits per connection. Broker-initiated requests are answered as the
 client answered them in the capture.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import heapq
 import selectors
 import socket
 import time
@@ -116,11 +119,43 @@ def selected(only: Iterable[str], cmd: RemotingCommand) -> bool:
     return bool({request_code_name(cmd.code), str(int(cmd.code)), request_topic(cmd), _group(cmd)} & wanted)
 
 
+class RecordedOrder:
+    """Happens-before as recorded, across the connections one task replays.
+
+    A request waits until every answer the capture shows arriving before that request was sent (on any
+    of these connections) has been answered, or given up, in the replay: a consumer that pulled after the
+    producer's sends were acknowledged does not pull before them, however the tasks and sockets are
+    scheduled. Requests the client pipelined (sent before the earlier answers came) still go out at once."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int]] = []
+        self._open: set[int] = set()
+
+    def expect(self, step: Step) -> None:
+        if step.answer is not None and not step.oneway:
+            heapq.heappush(self._heap, (step.offset_ns + step.answer.latency_ns, id(step)))
+            self._open.add(id(step))
+
+    def settle(self, step: Step) -> None:
+        self._open.discard(id(step))
+
+    def allows(self, step: Step) -> bool:
+        heap = self._heap
+        while heap and heap[0][1] not in self._open:
+            heapq.heappop(heap)
+        return not heap or heap[0][0] >= step.offset_ns
+
+
 class _Replayed:
     """One connection being replayed."""
 
-    def __init__(self, plan: ConnectionPlan, ctx: ReplayContext, only: tuple[str, ...]) -> None:
+    def __init__(
+        self, plan: ConnectionPlan, ctx: ReplayContext, only: tuple[str, ...], order: RecordedOrder
+    ) -> None:
         self.plan = plan
+        self.order = order
+        for step in plan.steps:
+            order.expect(step)
         self.ctx = ctx
         self.only = only
         self.translator = ConnectionTranslator(ctx, plan.broker_name, plan.copy)
@@ -154,7 +189,10 @@ class _Replayed:
         """Ns after the start when the next request is due (None: nothing waits on time)."""
         if self.failed is not None or self.next >= len(self.plan.steps):
             return None
-        return self.due_ns(self.plan.steps[self.next])
+        step = self.plan.steps[self.next]
+        if not self.order.allows(step):
+            return None  # it waits on an answer, which arrives as a socket event
+        return self.due_ns(step)
 
     def issue_due(self, now: int, start: int) -> None:
         if now < start:  # at max speed too: every task begins at the common start
@@ -171,6 +209,8 @@ class _Replayed:
             if due is not None and self.ctx.duration_s is not None and due > self.ctx.duration_s * 1e9:
                 self._skip_rest("beyond --duration")
                 return
+            if not self.order.allows(step):
+                return
             cmd = decode_command(step.frame[4:])
             if self.translator.waits(cmd):
                 return
@@ -180,6 +220,7 @@ class _Replayed:
             if not selected(self.only, cmd):
                 result.verdict, result.detail = "skipped", "not selected by --only"
                 self.results.append(result)
+                self.order.settle(step)
                 continue
             uniq = self.translator.expect_send(cmd)
             self.translator.request(cmd)
@@ -194,6 +235,7 @@ class _Replayed:
             if step.oneway:
                 result.verdict = "sent"
                 self.results.append(result)
+                self.order.settle(step)
             else:
                 self.inflight[opaque] = _InFlight(step, result, now, uniq)
 
@@ -218,6 +260,7 @@ class _Replayed:
             result = self._result(step, decode_command(step.frame[4:]))
             result.verdict, result.detail = "not-replayed", why
             self.results.append(result)
+            self.order.settle(step)
         self.next = len(self.plan.steps)
 
     # --- events ------------------------------------------------------------------------------------
@@ -241,6 +284,7 @@ class _Replayed:
         if flight is None:
             return
         replayed, result, step = event.command, flight.result, flight.step
+        self.order.settle(step)
         result.replayed_code = int(replayed.code)
         result.replayed_remark = replayed.remark
         result.replayed_latency_ms = (now - flight.issued_ns) / 1e6
@@ -301,6 +345,7 @@ class _Replayed:
     def _lost(self, opaque: int, verdict: str, detail: str) -> None:
         flight = self.inflight.pop(opaque, None)
         if flight is not None:
+            self.order.settle(flight.step)
             flight.result.verdict, flight.result.detail = verdict, detail
             self.results.append(flight.result)
 
@@ -343,7 +388,8 @@ def replay_connections(
 ) -> tuple[list[RequestResult], list[QueueResult], dict[str, int]]:
     """Replay ``plans`` concurrently from ``start_wall_ns`` (now when None); every request's result, what
     each consumer pulled per queue, and the broker-initiated requests seen by code name."""
-    conns = [_Replayed(plan, ctx, only) for plan in plans]
+    orders: dict[int, RecordedOrder] = defaultdict(RecordedOrder)  # one per --scale copy
+    conns = [_Replayed(plan, ctx, only, orders[plan.copy]) for plan in plans]
     sel = selectors.DefaultSelector()
     now = time.monotonic_ns()
     start = now if start_wall_ns is None else now + (start_wall_ns - time.time_ns())

@@ -19,15 +19,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rmqtwin.codec.command import decode_command
+from rmqtwin.codec.errors import CodecError
 from rmqtwin.spark.replay.engine import QueueResult, replay_connections
 from rmqtwin.spark.replay.plan import CapturePlan, ConnectionPlan, load_plan
 from rmqtwin.spark.replay.target import parse_broker_map, prepare_context
-from rmqtwin.spark.replay.translate import ReplayContext
+from rmqtwin.spark.replay.translate import ReplayContext, request_topic
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["ReplayOptions", "ReplaySummary", "partition_connections", "request_schema", "run_replay"]
+__all__ = [
+    "ReplayOptions",
+    "ReplaySummary",
+    "linked_units",
+    "partition_connections",
+    "request_schema",
+    "run_replay",
+]
 
 START_LEAD_S = 3.0
 """How far ahead of submission the common start time lies: tasks (and Python workers) start meanwhile."""
@@ -90,14 +99,53 @@ class _PartitionResult:
     failed: dict[str, str]
 
 
+def _topics(conn: ConnectionPlan) -> set[str]:
+    topics: set[str] = set()
+    for step in conn.steps:
+        try:
+            topic = request_topic(decode_command(step.frame[4:]))
+        except CodecError:
+            continue
+        if topic:
+            topics.add(topic)
+    return topics
+
+
+def linked_units(connections: list[ConnectionPlan]) -> list[list[ConnectionPlan]]:
+    """Connections of one ``--scale`` copy that name a common topic stay together.
+
+    The recorded order between connections (a consumer pulling what a producer's acknowledged sends
+    stored) is kept by one task's :class:`~rmqtwin.spark.replay.engine.RecordedOrder`; tasks cannot see
+    each other's answers, so connections linked through a topic must not be split across tasks."""
+    parent = list(range(len(connections)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[tuple[int, str], int] = {}
+    for i, conn in enumerate(connections):
+        for topic in _topics(conn):
+            j = owner.setdefault((conn.copy, topic), i)
+            parent[root(i)] = root(j)
+    units: dict[int, list[ConnectionPlan]] = {}
+    for i, conn in enumerate(connections):
+        units.setdefault(root(i), []).append(conn)
+    return list(units.values())
+
+
 def partition_connections(connections: list[ConnectionPlan], slots: int) -> list[list[ConnectionPlan]]:
-    """At most ``slots`` groups (all run at once), balanced by request count, largest first."""
-    groups: list[list[ConnectionPlan]] = [[] for _ in range(max(1, min(slots, len(connections))))]
+    """At most ``slots`` groups (all run at once) of whole :func:`linked_units`, balanced by request
+    count, largest first."""
+    units = linked_units(connections)
+    groups: list[list[ConnectionPlan]] = [[] for _ in range(max(1, min(slots, len(units))))]
     loads = [0] * len(groups)
-    for conn in sorted(connections, key=lambda c: -len(c.steps)):
+    for unit in sorted(units, key=lambda u: -sum(len(c.steps) for c in u)):
         i = loads.index(min(loads))
-        groups[i].append(conn)
-        loads[i] += len(conn.steps)
+        groups[i].extend(unit)
+        loads[i] += sum(len(c.steps) for c in unit)
     return [g for g in groups if g]
 
 

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
-from rmqtwin.codec.command import RESPONSE_FLAG, RemotingCommand, create_response, decode_command
+from rmqtwin.codec.command import (
+    RESPONSE_FLAG,
+    RemotingCommand,
+    create_request,
+    create_response,
+    decode_command,
+    encode_command,
+)
 from rmqtwin.codec.message import create_offset_msg_id
 from rmqtwin.proxy.capture import (
     DIR_TO_CLIENT,
@@ -18,8 +25,9 @@ from rmqtwin.proxy.capture import (
     frame_record,
 )
 from rmqtwin.spark.replay.compare import compare_answers
+from rmqtwin.spark.replay.engine import RecordedOrder
 from rmqtwin.spark.replay.job import partition_connections
-from rmqtwin.spark.replay.plan import ConnectionPlan, Step, load_plan
+from rmqtwin.spark.replay.plan import Answer, ConnectionPlan, Step, load_plan
 from rmqtwin.spark.replay.target import TargetError, prepare_context
 from rmqtwin.spark.replay.translate import ConnectionTranslator, ReplayContext
 from tests.proxy.frames import json_frame
@@ -157,3 +165,35 @@ def test_connections_spread_over_the_slots_balanced_and_scale_copies_get_their_o
 
 def _step() -> Step:
     return Step(seq=0, offset_ns=0, code=RequestCode.HEART_BEAT, oneway=False, frame=b"")
+
+
+def _pull(topic: str) -> Step:
+    frame = encode_command(create_request(RequestCode.PULL_MESSAGE, {"topic": topic, "queueId": "0"}))
+    return Step(seq=0, offset_ns=0, code=RequestCode.PULL_MESSAGE, oneway=False, frame=frame)
+
+
+def test_connections_naming_a_common_topic_share_a_task() -> None:
+    conns = [
+        ConnectionPlan(0, "broker", "h:1", steps=[_pull("A")] * 5),
+        ConnectionPlan(1, "broker", "h:1", steps=[_pull("B")] * 4),
+        ConnectionPlan(2, "broker", "h:1", steps=[_pull("A"), _pull("C")]),
+        ConnectionPlan(3, "broker", "h:1", steps=[_pull("C")]),
+        ConnectionPlan(4, "broker", "h:1", steps=[_pull("A")], copy=1),
+    ]
+    groups = partition_connections(conns, 8)
+    assert sorted(sorted(c.conn_id for c in g) for g in groups) == [[0, 2, 3], [1], [4]]
+
+
+def test_a_request_waits_for_the_answers_recorded_before_it_was_sent() -> None:
+    order = RecordedOrder()
+    answer = Answer(code=0, remark=None, latency_ns=10, frame=b"")
+    send = Step(
+        seq=0, offset_ns=100, code=RequestCode.SEND_MESSAGE_V2, oneway=False, frame=b"", answer=answer
+    )
+    pipelined = Step(seq=1, offset_ns=105, code=RequestCode.SEND_MESSAGE_V2, oneway=False, frame=b"")
+    pull = Step(seq=0, offset_ns=120, code=RequestCode.PULL_MESSAGE, oneway=False, frame=b"")
+    order.expect(send)
+    assert order.allows(send) and order.allows(pipelined)
+    assert not order.allows(pull)
+    order.settle(send)
+    assert order.allows(pull)
