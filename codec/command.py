@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 import struct
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -507,9 +507,23 @@ def _decode_ext(frame: bytes, pos: int, ext_end: int, decode: Callable[[bytes], 
     null key is unreachable by name, so both are left out here. Duplicate keys: the last one wins.
     """
     ext: dict[str, str] = {}
+    for _ in _ext_slices(ext, frame, (pos, ext_end), decode, ext_end):
+        pass
+    return ext
+
+
+def _ext_slices(
+    ext: dict[str, str], frame: bytes, span: tuple[int, int], decode: Callable[[bytes], str], step: int
+) -> Iterator[None]:
+    """Fill ``ext`` from the map section ``frame[span[0]:span[1]]``, yielding after every ``step`` bytes."""
+    pos, ext_end = span
     unpack_short = _SHORT.unpack_from
     unpack_int = _INT.unpack_from
+    pause_at = pos + step
     while pos < ext_end:
+        if pos >= pause_at:
+            yield
+            pause_at = pos + step
         if pos + 6 > ext_end:
             raise FrameError("truncated extFields entry")
         (key_len,) = unpack_short(frame, pos)
@@ -526,10 +540,23 @@ def _decode_ext(frame: bytes, pos: int, ext_end: int, decode: Callable[[bytes], 
         elif key_len:
             ext.pop(decode(frame[pos + 2 : key_end]), None)
         pos = end
-    return ext
 
 
 def _decode_binary(frame: bytes, header_length: int, body: bytes | None) -> RemotingCommand:
+    steps = _binary_steps(frame, header_length, body, None)
+    try:
+        while True:
+            next(steps)
+    except StopIteration as done:
+        command: RemotingCommand = done.value
+        return command
+
+
+def _binary_steps(
+    frame: bytes, header_length: int, body: bytes | None, step: int | None
+) -> Generator[None, None, RemotingCommand]:
+    """A ROCKETMQ header; with ``step``, the map section is read ``step`` bytes at a time, yielding
+    between slices (``decode_command_steps``), else at once (with the pure-ASCII fast path)."""
     if header_length < _MIN_BINARY_HEADER:
         raise FrameError(f"ROCKETMQ header of {header_length} bytes is shorter than {_MIN_BINARY_HEADER}")
     end = 4 + header_length
@@ -548,14 +575,18 @@ def _decode_binary(frame: bytes, header_length: int, body: bytes | None) -> Remo
         ext_end = pos + ext_len
         if ext_end > end:
             raise FrameError(f"extFields length {ext_len} overruns the {header_length}-byte header")
-        section = frame[pos:ext_end]
-        if section.isascii():
-            ext = _decode_ext_ascii(section)
-        if ext is None:
-            try:
-                ext = _decode_ext(frame, pos, ext_end, bytes.decode)
-            except UnicodeDecodeError:
-                ext = _decode_ext(frame, pos, ext_end, _decode_lenient)
+        if step is not None:
+            ext = {}
+            yield from _ext_slices(ext, frame, (pos, ext_end), _decode_field, step)
+        else:
+            section = frame[pos:ext_end]
+            if section.isascii():
+                ext = _decode_ext_ascii(section)
+            if ext is None:
+                try:
+                    ext = _decode_ext(frame, pos, ext_end, bytes.decode)
+                except UnicodeDecodeError:
+                    ext = _decode_ext(frame, pos, ext_end, _decode_lenient)
     return RemotingCommand(
         (_RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES).get(code, code),
         _LANGUAGES.get(language, language),
@@ -568,6 +599,44 @@ def _decode_binary(frame: bytes, header_length: int, body: bytes | None) -> Remo
         _ROCKETMQ,
         None,  # keep the wire order of ext_fields
     )
+
+
+def _decode_field(raw: bytes) -> str:
+    """One key or value: UTF-8, or the lenient decoding when it is not valid UTF-8 (per field, which
+    gives what decoding the whole section leniently gives)."""
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return _decode_lenient(raw)
+
+
+STEP_BYTES = 32 * 1024
+"""How much of a ROCKETMQ header's map section ``decode_command_steps`` reads per step."""
+
+
+def decode_command_steps(
+    frame: bytes | bytearray | memoryview, step: int = STEP_BYTES
+) -> Generator[None, None, RemotingCommand]:
+    """:func:`decode_command` as a generator that yields after each ``step`` bytes of a ROCKETMQ
+    header's map section, so a caller can interleave other work while a huge header (a 15 MiB map of
+    two million fields costs seconds in one go) is read; the command is the generator's return value.
+    Other frames are decoded in the first step."""
+    if type(frame) is not bytes:
+        frame = bytes(frame)
+    if len(frame) >= 4:
+        word = _UINT.unpack_from(frame)[0]
+        header_end = 4 + (word & 0xFFFFFF)
+        if word >> 24 == 1 and header_end <= len(frame):
+            body = frame[header_end:] if len(frame) > header_end else None
+            return (yield from _binary_steps(frame, header_end - 4, body, step))
+    return decode_command(frame)
+
+
+def header_length(frame: bytes | bytearray | memoryview) -> int:
+    """The header length a frame (without its length word) declares; 0 when it has none."""
+    if len(frame) < 4:
+        return 0
+    return int(_UINT.unpack_from(frame)[0] & 0xFFFFFF)
 
 
 def decode_command(frame: bytes | bytearray | memoryview) -> RemotingCommand:

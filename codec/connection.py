@@ -24,24 +24,30 @@ handles them before closing::
 from __future__ import annotations
 
 import heapq
+from collections import deque
+from collections.abc import Generator
 from dataclasses import dataclass
 
 from rmqtwin.codec.command import (
     JsonDialect,
     RemotingCommand,
     decode_command,
+    decode_command_steps,
     encode_command,
+    header_length,
 )
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.frame import DEFAULT_MAX_FRAME_SIZE, ONEWAY_FLAG, RESPONSE_FLAG, FrameDecoder
 
 __all__ = [
+    "DecodeInSteps",
     "Event",
     "RemotingConnection",
     "RequestFailed",
     "RequestReceived",
     "RequestTimedOut",
     "ResponseReceived",
+    "SteppedEvent",
     "events_before_error",
 ]
 
@@ -76,8 +82,29 @@ class RequestFailed:
     request: RemotingCommand
 
 
+@dataclass(slots=True)
+class DecodeInSteps:
+    """A frame whose header is too large to decode in one go without holding up everything else the
+    caller serves. Call :meth:`step` (on later turns of the caller's loop) until it returns the
+    command, then hand that to :meth:`RemotingConnection.frame_decoded`; the frames that arrived after
+    this one wait in the connection until then, so order is kept. Always the last event of a batch."""
+
+    steps: Generator[None, None, RemotingCommand]
+
+    def step(self) -> RemotingCommand | None:
+        """One bounded slice of the decoding: the command when done, else None."""
+        try:
+            next(self.steps)
+        except StopIteration as done:
+            command: RemotingCommand = done.value
+            return command
+        return None
+
+
 Event = RequestReceived | ResponseReceived
 """What :meth:`RemotingConnection.receive_data` returns."""
+SteppedEvent = RequestReceived | ResponseReceived | DecodeInSteps
+"""What :meth:`RemotingConnection.receive_data_stepped` returns."""
 
 _EVENTS_ATTR = "events"
 
@@ -111,6 +138,10 @@ class RemotingConnection:
     ) -> None:
         self._decoder = FrameDecoder(max_frame_size)
         self._error: CodecError | None = None
+        self._held: deque[bytes] = deque()  # frames behind one being decoded in steps
+        self._held_error: CodecError | None = None
+        self._stepping = False
+        self._header_limit: int | None = None
         self._dialect = json_dialect
         self._outbound: list[bytes] = []
         self._next_opaque = first_opaque
@@ -131,22 +162,70 @@ class RemotingConnection:
             setattr(self._error, _EVENTS_ATTR, [])
             raise self._error
         frames, error = self._decoder.feed_until_error(data)
+        self._held.extend(frames)
+        if error is not None and self._held_error is None:
+            self._held_error = error
         events: list[Event] = []
+        for event in self._release([], None):
+            assert not isinstance(event, DecodeInSteps)  # only with a header limit
+            events.append(event)
+        return events
+
+    def receive_data_stepped(
+        self, data: bytes | bytearray | memoryview, header_bytes: int
+    ) -> list[SteppedEvent]:
+        """:meth:`receive_data`, except that a frame whose header is longer than ``header_bytes`` is
+        handed back as a :class:`DecodeInSteps` (the last event) for the caller to decode bit by bit
+        between other work; the frames after it wait here until :meth:`frame_decoded`."""
+        if self._error is not None:
+            setattr(self._error, _EVENTS_ATTR, [])
+            raise self._error
+        frames, error = self._decoder.feed_until_error(data)
+        self._held.extend(frames)
+        if error is not None and self._held_error is None:
+            self._held_error = error
+        self._header_limit = header_bytes
+        return self._release([], header_bytes)
+
+    def frame_decoded(self, command: RemotingCommand) -> list[SteppedEvent]:
+        """The command of a :class:`DecodeInSteps` frame: its event and those of the frames held behind
+        it (raising as :meth:`receive_data` does if one of those is undecodable)."""
+        self._stepping = False
+        return self._release([self._event(command)], self._header_limit)
+
+    def frame_failed(self, error: CodecError) -> None:
+        """A :class:`DecodeInSteps` frame turned out undecodable: the connection is poisoned."""
+        self._stepping = False
+        self._held.clear()
+        self._error = error
+
+    def _release(self, events: list[SteppedEvent], header_limit: int | None) -> list[SteppedEvent]:
+        if self._stepping:
+            return events
+        error = None
         try:
-            for frame in frames:
-                command = decode_command(frame)
-                if command.flag & RESPONSE_FLAG:
-                    pending = self._pending.pop(command.opaque, None)
-                    events.append(ResponseReceived(command, pending.request if pending is not None else None))
-                else:
-                    events.append(RequestReceived(command))
+            while self._held:
+                frame = self._held.popleft()
+                if header_limit is not None and header_length(frame) > header_limit:
+                    self._stepping = True
+                    events.append(DecodeInSteps(decode_command_steps(frame)))
+                    return events
+                events.append(self._event(decode_command(frame)))
         except CodecError as exc:
             error = exc
+        error = error or self._held_error
         if error is not None:
+            self._held.clear()
             self._error = error
             setattr(error, _EVENTS_ATTR, events)
             raise error
         return events
+
+    def _event(self, command: RemotingCommand) -> Event:
+        if command.flag & RESPONSE_FLAG:
+            pending = self._pending.pop(command.opaque, None)
+            return ResponseReceived(command, pending.request if pending is not None else None)
+        return RequestReceived(command)
 
     # --- outbound ----------------------------------------------------------------------------------
 

@@ -111,7 +111,7 @@ def pull_ext(
         "queueId": str(queue_id),
         "queueOffset": "0",
         "maxMsgNums": "32",
-        "sysFlag": "0" if sql is None and tag is None else "2",  # FLAG_SUBSCRIPTION
+        "sysFlag": "0" if sql is None and tag is None else "4",  # FLAG_SUBSCRIPTION
         "commitOffset": "0",
         "suspendTimeoutMillis": "0",
         "subVersion": str(int(time.time() * 1000)),
@@ -353,14 +353,17 @@ class Ledger:
         self.acked.append(int(ext["queueOffset"]))
 
     def check(self) -> list[int]:
-        """Offsets acknowledged but no longer readable (empty when nothing was lost)."""
-        ext = pull_ext(self.topic, self.group, tag="*")
-        ext["maxMsgNums"] = "1024"
-        code, _remark, resp = request(self.addr, RequestCode.PULL_MESSAGE, ext)
-        if code != 0:  # FOUND
-            return list(self.acked)
-        last = int(resp["nextBeginOffset"])
-        return [o for o in self.acked if o >= last]
+        """Offsets acknowledged but no longer readable (empty when nothing was lost): pulls from 0 until
+        the queue gives nothing more (a broker hands at most 32 messages per pull)."""
+        offset = 0
+        while True:
+            ext = pull_ext(self.topic, self.group, tag="*")
+            ext["queueOffset"] = str(offset)
+            code, _remark, resp = request(self.addr, RequestCode.PULL_MESSAGE, ext)
+            if code != 0:  # FOUND
+                break
+            offset = int(resp["nextBeginOffset"])
+        return [o for o in self.acked if o >= offset]
 
 
 def run_suite(addr: str, *, tag: str, progress: Callable[[str], None] | None = None) -> list[Outcome]:

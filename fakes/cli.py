@@ -32,6 +32,12 @@ def register(subparsers: Any) -> None:
         default=None,
         help="plain_acl.yml for aclEnable=true (default: $ROCKETMQ_HOME/conf/plain_acl.yml, conf/acl/)",
     )
+    parser.add_argument(
+        "--rocketmq-version",
+        choices=("4.9", "5.5"),
+        default="5.5",
+        help="the real broker line to answer as, whatever the client's version (default: 5.5)",
+    )
     parser.add_argument("--role", choices=("both", "namesrv", "broker"), default="both")
     parser.add_argument("--namesrv-addr", default=None, help="name server(s) the broker registers with (a;b)")
     parser.add_argument(
@@ -83,6 +89,7 @@ def serve(args: argparse.Namespace) -> int:
     if args.broker_name:
         config.broker_name = args.broker_name
     config.acl_file = args.acl_file
+    config.rocketmq_version = args.rocketmq_version
     options = ServeOptions(
         host=args.host,
         namesrv_port=args.namesrv_port,

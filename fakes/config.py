@@ -18,6 +18,8 @@ from typing import Any
 
 from rmqtwin.store_mirror.record import parse_delay_levels
 
+ROCKETMQ_VERSIONS = ("4.9", "5.5")
+"""The real broker lines the twin can answer as; the last is the default."""
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
 
@@ -70,14 +72,18 @@ class BrokerConfig:
     default_query_max_num: int = 32
     file_reserved_time: int = 72
     acl_enable: bool = False
+    server_channel_max_idle_time_seconds: int = 120
     extra: dict[str, str] = field(default_factory=dict)
+    rocketmq_version: str = "5.5"
+    """Not a broker.conf key: the real broker line the twin answers as (``rmqtwin serve
+    --rocketmq-version``, one of ``ROCKETMQ_VERSIONS``), whatever the client's version."""
     acl_file: str | None = None
     """Not a broker.conf key: the plain_acl.yml ``rmqtwin serve --acl-file`` names (else the real
     broker's rule, ``$ROCKETMQ_HOME/conf/plain_acl.yml`` and ``conf/acl/``)."""
 
     # ``brokerIP1`` does not survive the generic camel/snake round trip.
     _ALIASES = {"brokerIP1": "broker_ip1", "transactionTimeOut": "transaction_timeout"}
-    _NOT_PROPERTIES = ("extra", "acl_file")
+    _NOT_PROPERTIES = ("extra", "acl_file", "rocketmq_version")
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
@@ -120,6 +126,11 @@ class BrokerConfig:
             out[key] = str(value).lower() if isinstance(value, bool) else str(value)
         out.update(self.extra)
         return out
+
+    @property
+    def five(self) -> bool:
+        """Whether the twin answers as a 5.x broker (else as 4.9.x)."""
+        return not self.rocketmq_version.startswith("4.")
 
     @property
     def broker_addr(self) -> str:

@@ -3,8 +3,19 @@
 ``RemotingProtocol`` feeds received bytes to the connection, hands requests to a
 :class:`~rmqtwin.fakes.dispatch.Dispatcher`, matches responses to requests this side sent, and
 writes whatever the connection queued once per read. A frame the codec cannot decode closes only
-that connection, as Netty's decoder failure does. The same class serves the name server, the
-broker, and the broker's client connection to a name server.
+that connection, gracefully (FIN), as Netty's decoder failure does. The same class serves the name
+server, the broker, and the broker's client connection to a name server.
+
+Careless and hostile clients are bounded per connection, as Netty's pipeline bounds them:
+
+- idle reaping: a server connection with no read or write for ``max_idle_seconds``
+  (``serverChannelMaxIdleTimeSeconds``, 120 s) is closed, as the ``IdleStateHandler`` ALL_IDLE event;
+- a client that does not read its answers: the protocol is its transport's streaming producer, so once
+  more than ``WRITE_BUFFER_HIGH_WATER_MARK`` bytes wait to be sent the connection stops reading
+  requests until the buffer has drained (Netty's ``writeBufferHighWaterMark``, 64 KiB). What one
+  connection holds is then at most that mark plus the answers to one read's requests;
+- a frame whose header is large (over ``STEPPED_HEADER_BYTES``) is decoded in slices on later reactor
+  turns while its connection stops reading, so one 15 MiB header does not hold up other clients.
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ from twisted.python.failure import Failure
 
 from rmqtwin.codec.codes import CURRENT_VERSION_4
 from rmqtwin.codec.connection import (
+    DecodeInSteps,
     RemotingConnection,
     RequestReceived,
     ResponseReceived,
@@ -32,6 +44,12 @@ if TYPE_CHECKING:
     from rmqtwin.fakes.dispatch import RequestHandler
 
 SERVER_VERSION = CURRENT_VERSION_4
+DEFAULT_MAX_IDLE_SECONDS = 120.0
+"""``serverChannelMaxIdleTimeSeconds``' default in both real lines."""
+WRITE_BUFFER_HIGH_WATER_MARK = 64 * 1024
+"""Netty's default ``writeBufferHighWaterMark`` (RocketMQ leaves it unset)."""
+STEPPED_HEADER_BYTES = 256 * 1024
+"""Headers larger than this are decoded in slices (``decode_command_steps``) between other work."""
 
 log = Logger()
 
@@ -54,6 +72,7 @@ class RemotingProtocol(Protocol):
         *,
         version: int = SERVER_VERSION,
         on_close: Callable[[RemotingProtocol], None] | None = None,
+        max_idle_seconds: float | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.clock = clock
@@ -61,6 +80,11 @@ class RemotingProtocol(Protocol):
         self.on_close = on_close
         self.conn = RemotingConnection()
         self.connected_flag = False
+        self.max_idle_seconds = max_idle_seconds
+        self._last_active = 0.0
+        self._idle_timer: IDelayedCall | None = None
+        self._paused: set[str] = set()  # why reading is paused: "write-buffer", "decoding"
+        self._closing = False
         self._waiting: dict[int, tuple[Deferred[RemotingCommand], IDelayedCall]] = {}
         self._remote = "0.0.0.0:0"
         self._local = "0.0.0.0:0"
@@ -109,6 +133,28 @@ class RemotingProtocol(Protocol):
         if self.transport is not None:
             self.transport.loseConnection()
 
+    # -- IPushProducer: the transport pauses us when its write buffer passes its high-water mark --
+    def pauseProducing(self) -> None:
+        self._pause("write-buffer")
+
+    def resumeProducing(self) -> None:
+        self._resume("write-buffer")
+
+    def stopProducing(self) -> None:
+        self._paused.clear()
+
+    def _pause(self, reason: str) -> None:
+        if not self._paused and self.transport is not None:
+            self.transport.pauseProducing()  # type: ignore[attr-defined]
+        self._paused.add(reason)
+
+    def _resume(self, reason: str) -> None:
+        if reason not in self._paused:
+            return
+        self._paused.discard(reason)
+        if not self._paused and self.transport is not None and not self._closing:
+            self.transport.resumeProducing()  # type: ignore[attr-defined]
+
     # -- Protocol ------------------------------------------------------------------------------
     def connectionMade(self) -> None:
         self.connected_flag = True
@@ -120,24 +166,59 @@ class RemotingProtocol(Protocol):
         host = self.transport.getHost() if self.transport is not None else None
         self._remote = _addr(peer)
         self._local = _addr(host)
+        if self.transport is not None:
+            self.transport.bufferSize = WRITE_BUFFER_HIGH_WATER_MARK  # type: ignore[attr-defined]
+            self.transport.registerProducer(self, True)  # type: ignore[attr-defined]
+        self._last_active = self.clock.seconds()
+        if self.max_idle_seconds:
+            self._idle_timer = self.clock.callLater(self.max_idle_seconds, self._idle_check)
 
     def dataReceived(self, data: bytes) -> None:
-        try:
-            events = self.conn.receive_data(data)
-        except CodecError as exc:
-            # Frames that arrived whole before the broken one are served, as Netty would have.
-            self._dispatch(events_before_error(exc))
-            self._flush()
-            log.warn("closing {peer}: undecodable frame ({error})", peer=self._remote, error=exc)
-            if self.transport is not None:
-                self.transport.abortConnection()  # type: ignore[attr-defined]
+        self._last_active = self.clock.seconds()
+        if self._closing:
             return
+        try:
+            events = self.conn.receive_data_stepped(data, STEPPED_HEADER_BYTES)
+        except CodecError as exc:
+            self._undecodable(exc)
+            return
+        self._dispatch(events)
+        self._flush()
+
+    def _undecodable(self, exc: CodecError) -> None:
+        # Frames that arrived whole before the broken one are served, as Netty would have; then the
+        # channel is closed as Netty closes it (an orderly FIN, answers already written still sent).
+        self._dispatch(events_before_error(exc))
+        self._flush()
+        log.warn("closing {peer}: undecodable frame ({error})", peer=self._remote, error=exc)
+        self._closing = True
+        self.close()
+
+    def _decode_step(self, pending: DecodeInSteps) -> None:
+        """One slice of a large frame's decoding; the next slice runs on a later reactor turn."""
+        if not self.connected_flag:
+            return
+        try:
+            command = pending.step()
+            if command is None:
+                self.clock.callLater(0, self._decode_step, pending)
+                return
+            events = self.conn.frame_decoded(command)
+        except CodecError as exc:
+            self.conn.frame_failed(exc)
+            self._undecodable(exc)
+            return
+        self._resume("decoding")
         self._dispatch(events)
         self._flush()
 
     def _dispatch(self, events: Sequence[object]) -> None:
         for event in events:
-            if isinstance(event, RequestReceived):
+            if isinstance(event, DecodeInSteps):
+                # Always the last event: the frames behind it wait in the connection, in order.
+                self._pause("decoding")
+                self.clock.callLater(0, self._decode_step, event)
+            elif isinstance(event, RequestReceived):
                 self._handle_request(event.command)
             elif isinstance(event, ResponseReceived):
                 waiting = self._waiting.pop(event.command.opaque, None)
@@ -149,6 +230,9 @@ class RemotingProtocol(Protocol):
 
     def connectionLost(self, reason: Failure | None = None) -> None:
         self.connected_flag = False
+        if self._idle_timer is not None and self._idle_timer.active():
+            self._idle_timer.cancel()
+        self._idle_timer = None
         self.conn.connection_lost()
         waiting, self._waiting = self._waiting, {}
         for d, timer in waiting.values():
@@ -183,7 +267,27 @@ class RemotingProtocol(Protocol):
     def _flush(self) -> None:
         data = self.conn.data_to_send()
         if data and self.transport is not None:
+            self._last_active = self.clock.seconds()
             self.transport.write(data)
+
+    def _idle_check(self) -> None:
+        """``IdleStateHandler(0, 0, maxIdle)``: close after ``max_idle_seconds`` without reads or writes
+        (a connection still closing by then, its peer not reading, is aborted)."""
+        assert self.max_idle_seconds
+        idle = self.clock.seconds() - self._last_active
+        if idle < self.max_idle_seconds and not self._closing:
+            self._idle_timer = self.clock.callLater(self.max_idle_seconds - idle, self._idle_check)
+            return
+        self._idle_timer = None
+        if self.transport is None:
+            return
+        if self._closing:
+            self.transport.abortConnection()  # type: ignore[attr-defined]
+            return
+        log.info("closing {peer}: idle for {idle:.0f} s", peer=self._remote, idle=idle)
+        self._closing = True
+        self.close()
+        self._idle_timer = self.clock.callLater(self.max_idle_seconds, self._idle_check)
 
 
 def _addr(address: Any) -> str:
@@ -204,15 +308,23 @@ class RemotingServerFactory(ServerFactory):
         *,
         version: int = SERVER_VERSION,
         on_close: Callable[[RemotingProtocol], None] | None = None,
+        max_idle_seconds: float | None = DEFAULT_MAX_IDLE_SECONDS,
     ) -> None:
         self.dispatcher = dispatcher
         self.clock = clock
         self.version = version
         self.on_close_hook = on_close
+        self.max_idle_seconds = max_idle_seconds
         self.channels: set[RemotingProtocol] = set()
 
     def buildProtocol(self, addr: Any) -> RemotingProtocol:
-        proto = RemotingProtocol(self.dispatcher, self.clock, version=self.version, on_close=self._closed)
+        proto = RemotingProtocol(
+            self.dispatcher,
+            self.clock,
+            version=self.version,
+            on_close=self._closed,
+            max_idle_seconds=self.max_idle_seconds,
+        )
         proto.factory = self
         self.channels.add(proto)
         return proto

@@ -23,7 +23,7 @@ from rmqtwin.fakes.faults import install_faults
 from rmqtwin.fakes.metrics import TwinMetrics
 from rmqtwin.fakes.server import RemotingProtocol, RemotingServerFactory
 from rmqtwin.fakes.tls import HandshakeSniffingFactory, TlsMode, TlsSettings
-from rmqtwin.listen import listen_vip_pair
+from rmqtwin.listen import LISTEN_BACKLOG, listen_vip_pair
 from rmqtwin.proxy.faults import FaultEngine
 
 log = Logger()
@@ -91,7 +91,9 @@ class TwinServer:
             factory = RemotingServerFactory(
                 self.namesrv.dispatcher, self.reactor, on_close=self.namesrv.channel_closed
             )
-            port = self.reactor.listenTCP(opts.namesrv_port, self._with_tls(factory), interface=opts.host)
+            port = self.reactor.listenTCP(
+                opts.namesrv_port, self._with_tls(factory), backlog=LISTEN_BACKLOG, interface=opts.host
+            )
             self.ports.append(port)
             self.namesrv.start()
             self.namesrv_address = f"{host_for_clients}:{_port_of(port)}"
@@ -114,7 +116,12 @@ class TwinServer:
             if "broker" in holder:
                 holder["broker"].channel_closed(proto)
 
-        factory = RemotingServerFactory(_LateDispatcher(holder), self.reactor, on_close=on_close)
+        factory = RemotingServerFactory(
+            _LateDispatcher(holder),
+            self.reactor,
+            on_close=on_close,
+            max_idle_seconds=config.server_channel_max_idle_time_seconds,
+        )
         main_port, vip_port = self._listen_pair(opts.broker_port, factory)
         config.listen_port = _port_of(main_port)
         config.broker_ip1 = advertise

@@ -11,7 +11,10 @@ from typing import Any
 from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IListeningPort
 
-__all__ = ["listen_vip_pair"]
+__all__ = ["LISTEN_BACKLOG", "listen_vip_pair"]
+
+LISTEN_BACKLOG = 1024
+"""``SO_BACKLOG`` of RocketMQ's Netty servers (Twisted's default, 50, makes a burst of connects wait)."""
 
 
 def listen_vip_pair(
@@ -23,11 +26,13 @@ def listen_vip_pair(
     elsewhere; a fixed ``port`` whose VIP port is taken raises :class:`CannotListenError`.
     """
     for _ in range(attempts):
-        main: IListeningPort = reactor.listenTCP(port, factory, interface=interface)
+        main: IListeningPort = reactor.listenTCP(port, factory, backlog=LISTEN_BACKLOG, interface=interface)
         actual = main.getHost().port  # type: ignore[attr-defined]
         if actual > 2:
             try:
-                vip: IListeningPort = reactor.listenTCP(actual - 2, vip_factory, interface=interface)
+                vip: IListeningPort = reactor.listenTCP(
+                    actual - 2, vip_factory, backlog=LISTEN_BACKLOG, interface=interface
+                )
             except CannotListenError:
                 if port != 0:
                     main.stopListening()

@@ -35,7 +35,7 @@ from rmqtwin.fakes.broker.attributes import (
     parse_to_map,
 )
 from rmqtwin.fakes.broker.groups import with_5x_defaults
-from rmqtwin.fakes.broker.topics import is_system_topic, validate_topic
+from rmqtwin.fakes.broker.topics import is_system_topic, parameter_error, validate_topic
 from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, json_body, response
 from rmqtwin.store_mirror.config import TopicConfig
 
@@ -63,9 +63,9 @@ class AdminProcessor:
         # Java's @CFNotNull ``order`` is initialised to false: a request without it is no failure.
         header = from_ext_fields(CreateTopicRequestHeader, {"order": "false", **(request.ext_fields or {})})
         topic = header.topic
-        # 4.9.7 answers a bad name SYSTEM_ERROR; 5.5.0 INVALID_PARAMETER, and it reads ``attributes``.
-        five = request.version >= V5_0_0
-        refused = ResponseCode.INVALID_PARAMETER if five else ResponseCode.SYSTEM_ERROR
+        # 4.9.7 answers a bad name SYSTEM_ERROR; 5.5.0 INVALID_PARAMETER (the emulated line decides).
+        five = self.broker.config.five
+        refused = parameter_error(five)
         problem = validate_topic(topic, five=five)
         if problem is not None:
             return response(refused, problem)

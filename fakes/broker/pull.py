@@ -17,7 +17,7 @@ from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rmqtwin.codec.java import java_string_hash
 from rmqtwin.fakes.broker.filter import FilterError, message_filter_for
-from rmqtwin.fakes.broker.topics import is_readable
+from rmqtwin.fakes.broker.topics import is_readable, parameter_error
 from rmqtwin.fakes.dispatch import Channel, decode_header_fast, require, response, suggest_todo
 from rmqtwin.store_mirror.message_store import GetMessageStatus
 
@@ -227,10 +227,12 @@ class PullProcessor:
             return response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
         queue_id = require(header.queue_id, "queueId")
         if queue_id < 0 or queue_id >= topic_config.read_queue_nums:
+            five = broker.config.five
+            consumer = f"/{channel.remote_addr}" if five else channel.remote_addr  # 5.x: SocketAddress
             return response(
-                ResponseCode.SYSTEM_ERROR,
+                parameter_error(five),
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
-                f"[{topic_config.read_queue_nums}] consumer:[{channel.remote_addr}]",
+                f"[{topic_config.read_queue_nums}] consumer:[{consumer}]",
             )
 
         if has_subscription:

@@ -30,6 +30,7 @@ from rmqtwin.fakes.broker.topics import (
     RETRY_GROUP_TOPIC_PREFIX,
     TOPIC_MAX_LENGTH,
     is_writeable,
+    parameter_error,
     validate_topic,
 )
 from rmqtwin.fakes.dispatch import (
@@ -68,7 +69,13 @@ _SEND_V2_CODES = (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
 
 def send_header(request: RemotingCommand) -> SendMessageRequestHeader:
     """``parseRequestHeader``: the V1 header of any send request (a V2 header converted)."""
-    if request.code in _SEND_V2_CODES:
+    v2 = request.code in _SEND_V2_CODES
+    group_key = "a" if v2 else "producerGroup"
+    if request.ext_fields is not None and group_key not in request.ext_fields:
+        # @CFNotNull, but Java only logs its absence and no send processor reads it: real 4.9.7 and
+        # 5.5.0 store such a message and answer 0.
+        request.ext_fields = {**request.ext_fields, group_key: ""}
+    if v2:
         return send_v2_to_v1(decode_header(request, SendMessageRequestHeaderV2))
     return decode_header(request, SendMessageRequestHeader)
 
@@ -98,9 +105,10 @@ class SendProcessor:
         ext_fields = self._send_response_ext()
         if not is_writeable(broker.config.broker_permission) and broker.topics.is_order_topic(topic):
             return None, self._forbidden()
-        problem = validate_topic(topic)
+        five = broker.config.five
+        problem = validate_topic(topic, five=five)
         if problem is not None:
-            return None, response(ResponseCode.SYSTEM_ERROR, problem, ext_fields)
+            return None, response(parameter_error(five), problem, ext_fields)
         if topic in NOT_ALLOWED_SEND_TOPICS:
             return None, response(
                 ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.", ext_fields
@@ -123,8 +131,8 @@ class SendProcessor:
         valid = max(config.write_queue_nums, config.read_queue_nums)
         if queue_id >= valid:
             return None, response(
-                ResponseCode.SYSTEM_ERROR,
-                f"request queueId[{queue_id}] is illegal, {topic_config_str(config)} "
+                parameter_error(five),
+                f"request queueId[{queue_id}] is illegal, {topic_config_str(config, five=five)} "
                 f"Producer: {channel.remote_addr}",
                 ext_fields,
             )
@@ -245,10 +253,21 @@ class SendProcessor:
         props = string_to_properties(header.properties or "")
         props["CLUSTER"] = broker.config.broker_cluster_name
         batch_props = properties_to_string(props)
+        if not request.body:
+            # Both real lines fail on the null body: SYSTEM_ERROR with the exception text.
+            return response(
+                ResponseCode.SYSTEM_ERROR, "java.lang.NullPointerException", self._send_response_ext()
+            )
         try:
-            items = decode_batch(request.body or b"")
-        except CodecError:
-            return self._failed_put(PutMessageStatus.MESSAGE_ILLEGAL)
+            items = decode_batch(request.body)
+        except CodecError as exc:
+            # Real 4.9.7 and 5.5.0 answer a malformed batch body with the decoder's exception
+            # (ArrayIndexOutOfBounds / BufferUnderflow) as SYSTEM_ERROR and store nothing.
+            return response(
+                ResponseCode.SYSTEM_ERROR,
+                f"java.nio.BufferUnderflowException: {exc}",
+                self._send_response_ext(),
+            )
         born_host = _host_tuple(channel.remote_addr)
         born_timestamp = header.born_timestamp
         reconsume_times = header.reconsume_times or 0
@@ -426,13 +445,14 @@ class SendProcessor:
         return response(ResponseCode.SYSTEM_ERROR, result.status.name)
 
 
-def topic_config_str(config: TopicConfig) -> str:
-    """Java ``TopicConfig.toString`` (quoted in the queueId-illegal remark)."""
+def topic_config_str(config: TopicConfig, *, five: bool = False) -> str:
+    """Java ``TopicConfig.toString`` (quoted in the queueId-illegal remark); 5.x adds the attributes."""
+    attributes = ", attributes={}" if five else ""
     return (
         f"TopicConfig [topicName={config.topic_name}, readQueueNums={config.read_queue_nums}, "
         f"writeQueueNums={config.write_queue_nums}, perm={perm_to_string(config.perm)}, "
         f"topicFilterType={config.topic_filter_type}, topicSysFlag={config.topic_sys_flag}, "
-        f"order={str(config.order).lower()}]"
+        f"order={str(config.order).lower()}{attributes}]"
     )
 
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.fakes.config import BrokerConfig
 from rmqtwin.store_mirror.config import TopicConfig, TopicConfigManager
 
@@ -99,6 +100,12 @@ def validate_group(group: str | None) -> str | None:
     if len(group) > GROUP_MAX_LENGTH:
         return f"The specified group: {group}, is longer than group max length: {GROUP_MAX_LENGTH}"
     return None
+
+
+def parameter_error(five: bool) -> int:
+    """The code of a refused parameter: 5.x answers INVALID_PARAMETER (29) where 4.9 answers
+    SYSTEM_ERROR (1), as real 5.5.0 and 4.9.7 do (``conformance/bad_inputs``)."""
+    return int(ResponseCode.INVALID_PARAMETER if five else ResponseCode.SYSTEM_ERROR)
 
 
 class IllegalNameError(ValueError):

@@ -1,0 +1,151 @@
+"""Per-connection bounds of the remoting server: idle reaping, the write-buffer high-water mark, a large
+header decoded in slices between other work, a graceful close on an undecodable frame."""
+
+from __future__ import annotations
+
+import struct
+
+from twisted.internet.address import IPv4Address
+from twisted.internet.task import Clock
+from twisted.internet.testing import StringTransport
+
+from rmqtwin.codec.command import RemotingCommand, create_request, decode_command, encode_command
+from rmqtwin.codec.connection import DecodeInSteps, RemotingConnection, RequestReceived
+from rmqtwin.fakes.dispatch import Dispatcher, response
+from rmqtwin.fakes.server import (
+    DEFAULT_MAX_IDLE_SECONDS,
+    STEPPED_HEADER_BYTES,
+    WRITE_BUFFER_HIGH_WATER_MARK,
+    RemotingProtocol,
+    RemotingServerFactory,
+)
+
+ECHO = 1234
+
+
+def _dispatcher() -> Dispatcher:
+    d = Dispatcher("test")
+    d.register(ECHO, lambda channel, request: response(body=request.body))
+    return d
+
+
+def _connect(factory: RemotingServerFactory) -> tuple[RemotingProtocol, StringTransport]:
+    proto = factory.buildProtocol(None)
+    transport = StringTransport(
+        hostAddress=IPv4Address("TCP", "127.0.0.1", 10911), peerAddress=IPv4Address("TCP", "127.0.0.1", 5555)
+    )
+    proto.makeConnection(transport)
+    return proto, transport
+
+
+def _binary_request(fields: int, opaque: int = 1) -> bytes:
+    """A ROCKETMQ-serialized ECHO request whose header carries ``fields`` extFields."""
+    entry = b"".join(
+        struct.pack(">h", 6) + b"k%05d" % (i % 100_000) + struct.pack(">i", 1) + b"v" for i in range(fields)
+    )
+    fixed = struct.pack(">hbhiii", ECHO, 0, 409, opaque, 0, 0) + struct.pack(">i", len(entry)) + entry
+    header_word = (1 << 24) | len(fixed)
+    return struct.pack(">ii", 4 + len(fixed), header_word) + fixed
+
+
+def _json_request(opaque: int, body: bytes = b"x") -> bytes:
+    return encode_command(create_request(ECHO, {}, body, opaque=opaque))
+
+
+def _answers(transport: StringTransport) -> list[RemotingCommand]:
+    client = RemotingConnection()
+    events = client.receive_data(transport.value())
+    transport.clear()
+    out = []
+    for e in events:
+        assert not isinstance(e, DecodeInSteps)
+        out.append(e.command)
+    return out
+
+
+def test_an_idle_connection_is_closed_after_server_channel_max_idle_time() -> None:
+    clock = Clock()
+    factory = RemotingServerFactory(_dispatcher(), clock)
+    proto, transport = _connect(factory)
+    clock.advance(DEFAULT_MAX_IDLE_SECONDS - 1)
+    proto.dataReceived(_json_request(1))  # activity restarts the count
+    clock.advance(DEFAULT_MAX_IDLE_SECONDS - 1)
+    assert not transport.disconnecting
+    clock.advance(1)
+    assert transport.disconnecting  # closed gracefully (loseConnection)
+
+
+def test_a_half_frame_does_not_keep_a_connection_alive() -> None:
+    clock = Clock()
+    factory = RemotingServerFactory(_dispatcher(), clock, max_idle_seconds=30)
+    proto, transport = _connect(factory)
+    proto.dataReceived(_json_request(1)[:7])
+    clock.advance(30)
+    assert transport.disconnecting
+
+
+def test_a_closing_connection_whose_peer_does_not_read_is_aborted_one_idle_period_later() -> None:
+    clock = Clock()
+    factory = RemotingServerFactory(_dispatcher(), clock, max_idle_seconds=10)
+    _proto, transport = _connect(factory)
+    aborted: list[bool] = []
+    transport.abortConnection = lambda: aborted.append(True)  # type: ignore[method-assign]
+    clock.advance(10)
+    assert transport.disconnecting and not aborted
+    clock.advance(10)
+    assert aborted
+
+
+def test_reading_stops_past_the_high_water_mark_and_resumes_when_drained() -> None:
+    clock = Clock()
+    proto, transport = _connect(RemotingServerFactory(_dispatcher(), clock))
+    assert transport.producer is proto
+    # StringTransport never calls pauseProducing itself: play the part of a full socket buffer.
+    assert transport.bufferSize == WRITE_BUFFER_HIGH_WATER_MARK  # type: ignore[attr-defined]
+    proto.pauseProducing()
+    assert transport.producerState == "paused"
+    proto.resumeProducing()
+    assert transport.producerState == "producing"
+
+
+def test_a_large_header_is_decoded_in_slices_and_keeps_request_order() -> None:
+    clock = Clock()
+    proto, transport = _connect(RemotingServerFactory(_dispatcher(), clock))
+    big = _binary_request(STEPPED_HEADER_BYTES // 10, opaque=1)
+    slices: list[float] = []
+    step = proto._decode_step
+
+    def counted(pending: DecodeInSteps) -> None:
+        slices.append(clock.seconds())
+        step(pending)
+
+    proto._decode_step = counted  # type: ignore[method-assign]
+    proto.dataReceived(big + _json_request(2) + _json_request(3))
+    assert transport.producerState == "paused"  # the connection stops reading meanwhile
+    assert _answers(transport) == [] and slices == []  # nothing decoded on the turn the bytes came in
+    clock.advance(0)  # each slice is its own delayed call: the reactor serves others in between
+    assert len(slices) > 1
+    assert [a.opaque for a in _answers(transport)] == [1, 2, 3]
+    assert transport.producerState == "producing"
+
+
+def test_stepped_decoding_gives_what_decoding_at_once_gives() -> None:
+    frame = _binary_request(50_000)[4:]
+    conn = RemotingConnection()
+    (event,) = conn.receive_data_stepped(_binary_request(50_000), 1024)
+    assert isinstance(event, DecodeInSteps)
+    command = None
+    while command is None:
+        command = event.step()
+    (done,) = conn.frame_decoded(command)
+    assert isinstance(done, RequestReceived)
+    whole = decode_command(frame)
+    assert done.command.ext_fields == whole.ext_fields and done.command.code == whole.code
+
+
+def test_an_undecodable_frame_closes_gracefully_after_answering_the_frames_before_it() -> None:
+    clock = Clock()
+    proto, transport = _connect(RemotingServerFactory(_dispatcher(), clock))
+    proto.dataReceived(_json_request(1) + struct.pack(">i", -1) + bytes(8))
+    assert [a.opaque for a in _answers(transport)] == [1]
+    assert transport.disconnecting  # loseConnection: FIN, not the RST of abortConnection
