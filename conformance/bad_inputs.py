@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import struct
 import sys
@@ -24,7 +25,7 @@ from rmqtwin.codec.codes import CURRENT_VERSION_4, CURRENT_VERSION_5, RequestCod
 from rmqtwin.codec.command import create_request, decode_command, encode_command
 from rmqtwin.codec.frame import encode_frame
 
-__all__ = ["Case", "Outcome", "cases", "run_case", "run_suite"]
+__all__ = ["DIFFERENCES", "Case", "Outcome", "cases", "comparable", "run_case", "run_suite", "table"]
 
 CLIENT_VERSIONS = {"4": CURRENT_VERSION_4, "5": CURRENT_VERSION_5}
 ANSWER_TIMEOUT = 5.0
@@ -48,6 +49,58 @@ class Outcome:
     remark: str | None
     fate: str  # open | fin | rst
     extra: dict[str, str] = field(default_factory=dict)
+
+
+DIFFERENCES: dict[tuple[str, str], str] = {
+    # (line, case) -> why the twin deliberately answers otherwise; line "4.9", "5" or "*" (both).
+    ("4.9", "send-back-group-traversal-c4"): "4.9.7 auto-creates group /../../x, answers 0, "
+    "writes its DLQ queue outside the store and wedges its dispatcher (later messages unreadable); "
+    "the twin refuses (26) as 5.5.0",
+    ("4.9", "send-back-group-traversal-c5"): "as send-back-group-traversal-c4",
+    (
+        "*",
+        "header-opaque-float",
+    ): "fastjson truncates opaque 1.5 to 1 and answers; the twin's codec refuses a "
+    "non-integer opaque and closes the connection (FIN)",
+    ("*", "header-code-true"): "fastjson reads code true as 1 (REQUEST_CODE_NOT_SUPPORTED); the twin's codec "
+    "refuses a non-integer code and closes (FIN)",
+    (
+        "5",
+        "header-empty",
+    ): "5.5.0 (fastjson2) leaves an empty JSON header unanswered on an open connection; the "
+    "twin closes it, as 4.9.7 does",
+    (
+        "5",
+        "header-empty-object",
+    ): "5.5.0 leaves a {} header unanswered; the twin answers code 0 unsupported, as 4.9.7",
+    (
+        "5",
+        "header-invalid-utf8",
+    ): "5.5.0 (fastjson2) closes on invalid UTF-8 in a JSON header; the twin decodes "
+    "it with U+FFFD and answers, as 4.9.7 (fastjson) does",
+    (
+        "5",
+        "proxy-v1",
+    ): "5.x accepts an HAProxy PROXY preamble; the twin does not model it yet and closes (FIN), "
+    "as 4.9.7 does",
+    ("5", "proxy-v2"): "as proxy-v1",
+}
+"""Where the twin's answer deliberately differs from the real broker's, with the reason."""
+
+_JAVA_EXCEPTION = re.compile(r"^java\.[\w.$]+(Exception|Error)\b.*", re.S)
+_ADDRESS = re.compile(r"(\d+\.\d+\.\d+\.\d+):\d+")
+_FAQ = re.compile(r"\s*\nSee \S+ for further details\.")
+
+
+def comparable(outcome: Outcome, tag: str) -> tuple[int | None, str | None, str]:
+    """What must agree between the twin and a real broker: code, remark without ports, the suite's
+    topic name and FAQ link (a Java exception's text, which names JDK stack frames, compares as
+    ``<java exception>``), and the connection's fate."""
+    remark = outcome.remark
+    if remark is not None:
+        remark = _FAQ.sub("", _ADDRESS.sub(r"\1:PORT", remark.replace(f"BadInputs{tag}", "BadInputs")))
+        remark = _JAVA_EXCEPTION.sub("<java exception>", remark)
+    return outcome.code, remark, outcome.fate
 
 
 # -- building requests -------------------------------------------------------------------------
@@ -386,6 +439,30 @@ def run_suite(addr: str, *, tag: str, progress: Callable[[str], None] | None = N
         if progress is not None:
             progress(f"{case.name}: {outcome.code} {outcome.fate}")
     return outcomes
+
+
+def table(results: dict[str, list[dict[str, object]]]) -> str:
+    """A markdown table of outcomes: ``results`` maps a column name (``twin 5.5``, ``real 5.5.0``...)
+    to the outcomes of one run (``asdict(Outcome)``), all runs over the same cases."""
+    columns = list(results)
+    names = [str(o["case"]) for o in results[columns[0]]]
+    about = {c.name: c.about for c in cases("T", "G")}
+    lines = ["| case | input | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
+    for i, name in enumerate(names):
+        cells = []
+        for column in columns:
+            o = results[column][i]
+            remark = str(o["remark"] or "").replace("\n", " ").replace("|", "\\|")
+            remark = remark if len(remark) <= 60 else remark[:57] + "..."
+            extra = o.get("extra")
+            lost = extra.get("lost") if isinstance(extra, dict) else ""
+            cell = f"{o['code'] if o['code'] is not None else '-'} {o['fate']}" + (
+                f" `{remark}`" if remark else ""
+            )
+            cells.append(cell + (f" **lost {lost}**" if lost else ""))
+        label = about.get(name, "")[:60]
+        lines.append(f"| {name} | {label.replace('|', '/')} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str]) -> int:

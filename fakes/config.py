@@ -73,6 +73,7 @@ class BrokerConfig:
     file_reserved_time: int = 72
     acl_enable: bool = False
     server_channel_max_idle_time_seconds: int = 120
+    reject_unparsable_sql92: bool = False  # twin-only: SUBSCRIPTION_PARSE_FAILED instead of the reals' FOUND
     extra: dict[str, str] = field(default_factory=dict)
     rocketmq_version: str = "5.5"
     """Not a broker.conf key: the real broker line the twin answers as (``rmqtwin serve

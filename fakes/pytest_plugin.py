@@ -256,9 +256,10 @@ def start_inprocess(
 class RocketMQFactory:
     """Starts fakes for tests and stops them all at the end."""
 
-    def __init__(self, mode: str, base_dir: str) -> None:
+    def __init__(self, mode: str, base_dir: str, rocketmq_version: str = "5.5") -> None:
         self.mode = mode
         self.base_dir = base_dir
+        self.rocketmq_version = rocketmq_version
         self.running: list[RunningTwin] = []
         self._count = 0
 
@@ -269,7 +270,11 @@ class RocketMQFactory:
         broker_name: str = "broker-a",
         mode: str | None = None,
         store_dir: str | None = None,
+        rocketmq_version: str | None = None,
     ) -> RunningTwin:
+        """A twin; ``rocketmq_version`` (``4.9``/``5.5``) is the real line it answers as (default: the
+        ``--rocketmq-version`` option, else the newest)."""
+        version = rocketmq_version or self.rocketmq_version
         self._count += 1
         cleanup = None
         if store_dir is None:
@@ -278,8 +283,14 @@ class RocketMQFactory:
         chosen = mode or self.mode
         if chosen == "inprocess" and "pytest_twisted" in sys.modules:
             twin = start_inprocess(store_dir, broker_conf=broker_conf, broker_name=broker_name)
+            twin.server.options.config.rocketmq_version = version
         else:
-            twin = start_subprocess(store_dir, broker_conf=broker_conf, broker_name=broker_name)
+            twin = start_subprocess(
+                store_dir,
+                broker_conf=broker_conf,
+                broker_name=broker_name,
+                serve_args=("--rocketmq-version", version),
+            )
         twin._cleanup_dir = cleanup
         self.running.append(twin)
         return twin
@@ -299,6 +310,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="how the rocketmq fixture runs the twin (default: subprocess)",
     )
     parser.addini("rocketmq_mode", "how the rocketmq fixture runs the twin", default="subprocess")
+    group.addoption(
+        "--rocketmq-version",
+        default=None,
+        choices=("4.9", "5.5"),
+        help="the real broker line the twin answers as (default: 5.5)",
+    )
+    parser.addini("rocketmq_version", "the real broker line the twin answers as", default="5.5")
 
 
 @pytest.fixture(scope="session")
@@ -308,7 +326,8 @@ def rocketmq_factory(
     mode = (
         request.config.getoption("--rocketmq-mode") or request.config.getini("rocketmq_mode") or "subprocess"
     )
-    factory = RocketMQFactory(str(mode), str(tmp_path_factory.mktemp("rmqtwin")))
+    version = request.config.getoption("--rocketmq-version") or request.config.getini("rocketmq_version")
+    factory = RocketMQFactory(str(mode), str(tmp_path_factory.mktemp("rmqtwin")), str(version or "5.5"))
     try:
         yield factory
     finally:

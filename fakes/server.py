@@ -27,6 +27,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.protocol import Protocol, ServerFactory
 from twisted.logger import Logger
+from twisted.protocols.tls import TLSMemoryBIOProtocol
 from twisted.python.failure import Failure
 
 from rmqtwin.codec.codes import CURRENT_VERSION_4
@@ -166,7 +167,9 @@ class RemotingProtocol(Protocol):
         host = self.transport.getHost() if self.transport is not None else None
         self._remote = _addr(peer)
         self._local = _addr(host)
-        if self.transport is not None:
+        if self.transport is not None and not isinstance(self.transport, TLSMemoryBIOProtocol):
+            # Plain TCP only: under TLS the TLS layer pauses its producer until the handshake is done,
+            # and pausing our reading then would stall the handshake itself.
             self.transport.bufferSize = WRITE_BUFFER_HIGH_WATER_MARK  # type: ignore[attr-defined]
             self.transport.registerProducer(self, True)  # type: ignore[attr-defined]
         self._last_active = self.clock.seconds()

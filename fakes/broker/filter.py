@@ -81,12 +81,16 @@ def compile_subscription(subscription: Mapping[str, Any], client_version: int) -
     return compile_selector(str(subscription.get("subString") or ""), grammar_version(client_version))
 
 
-def message_filter_for(subscription: Mapping[str, Any], client_version: int, *, from_request: bool) -> Any:
+def message_filter_for(
+    subscription: Mapping[str, Any], client_version: int, *, from_request: bool, strict: bool = False
+) -> Any:
     """The pull's message filter: tags for TAG subscriptions, the compiled selector for SQL92.
 
-    ``from_request``: the subscription came with the pull (``SUBSCRIPTION_PARSE_FAILED`` when it does
-    not compile); otherwise it is the heartbeat's, whose failed compile left no filter data
-    (``FILTER_DATA_NOT_EXIST``).
+    ``from_request``: the subscription came with the pull. When it does not compile, real 4.9.7 and
+    5.5.0 (``ConsumerFilterManager.build`` logs and returns null) pull unfiltered and answer FOUND with
+    every message; so does the twin unless ``strict`` (broker.conf ``rejectUnparsableSql92=true``, a
+    twin-only key) asks for ``SUBSCRIPTION_PARSE_FAILED``. Otherwise it is the heartbeat's, whose
+    failed compile left no filter data (``FILTER_DATA_NOT_EXIST``).
     """
     if is_tag_type(subscription.get("expressionType")):
         from rmqtwin.fakes.broker.pull import TagMessageFilter
@@ -98,6 +102,8 @@ def message_filter_for(subscription: Mapping[str, Any], client_version: int, *, 
     try:
         return SqlMessageFilter(compile_subscription(subscription, client_version))
     except SelectorParseError:
+        if from_request and not strict:
+            return SqlMessageFilter(None)
         if from_request:
             raise FilterError(
                 ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"

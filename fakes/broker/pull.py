@@ -268,7 +268,12 @@ class PullProcessor:
                 )
             subscription = found
         try:
-            message_filter = message_filter_for(subscription, request.version, from_request=has_subscription)
+            message_filter = message_filter_for(
+                subscription,
+                request.version,
+                from_request=has_subscription,
+                strict=broker.config.reject_unparsable_sql92,
+            )
         except FilterError as exc:
             return response(exc.code, exc.remark)
         expression_type = subscription.get("expressionType") or "TAG"

@@ -125,10 +125,15 @@ def test_5x_grammar_for_5x_clients_only(env: Any) -> None:
     assert answer.code == ResponseCode.PULL_RETRY_IMMEDIATELY
 
 
-def test_unparsable_subscription_in_the_pull_is_subscription_parse_failed(env: Any) -> None:
+def test_unparsable_subscription_in_the_pull_delivers_everything_unless_strict(env: Any) -> None:
+    """Real 4.9.7 answers FOUND with every message (``ConsumerFilterManager.build`` returns null);
+    ``rejectUnparsableSql92=true`` gives the stricter SUBSCRIPTION_PARSE_FAILED."""
     broker, clock = env
     p = peer(broker, clock)
     send_all(p)
+    answer = pull(p, GROUP, TOPIC, sys_flag=4, subscription="a >", expressionType="SQL92")
+    assert len(bodies(answer)) == 6
+    broker.config.reject_unparsable_sql92 = True
     answer = pull(p, GROUP, TOPIC, sys_flag=4, subscription="a >", expressionType="SQL92")
     assert (answer.code, answer.remark) == (
         ResponseCode.SUBSCRIPTION_PARSE_FAILED,
@@ -204,8 +209,10 @@ def test_message_filter_for_picks_by_expression_type() -> None:
     assert sql.is_matched_by_consume_queue(123) is True
     assert sql.is_matched_by_commit_log(None, {"a": "1"}) is True
     assert sql.is_matched_by_commit_log(None, {"a": "x"}) is False, "a failed conversion is no match"
+    unfiltered = message_filter_for(sql_subscription(TOPIC, "a ="), 409, from_request=True)
+    assert unfiltered.is_matched_by_commit_log(None, {"a": "x"}) is True, "as the reals: no filter"
     with pytest.raises(FilterError) as raised:
-        message_filter_for(sql_subscription(TOPIC, "a ="), 409, from_request=True)
+        message_filter_for(sql_subscription(TOPIC, "a ="), 409, from_request=True, strict=True)
     assert raised.value.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
     assert compile_selector("a = 1", 4) is compile_selector("a = 1", 4), "compiled once, like Java's cache"
 
