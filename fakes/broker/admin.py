@@ -65,10 +65,10 @@ class AdminProcessor:
         topic = header.topic
         # 4.9.7 answers a bad name SYSTEM_ERROR; 5.5.0 INVALID_PARAMETER (the emulated line decides).
         five = self.broker.config.five
-        refused = parameter_error(five)
         problem = validate_topic(topic, five=five)
         if problem is not None:
-            return response(refused, problem)
+            return response(parameter_error(five), problem)
+        refused = ResponseCode.INVALID_PARAMETER if request.version >= V5_0_0 else ResponseCode.SYSTEM_ERROR
         if is_system_topic(topic):
             return response(refused, f"The topic[{topic}] is conflict with system topic.")
         config = TopicConfig(
