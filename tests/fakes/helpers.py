@@ -72,8 +72,9 @@ class Peer:
         self.proto.connectionLost(None)
 
 
-def make_broker(tmp_path: Any, clock: Clock, **props: str) -> BrokerController:
+def make_broker(tmp_path: Any, clock: Clock, rocketmq_version: str = "5.5", **props: str) -> BrokerController:
     config = BrokerConfig.from_properties({"brokerName": "broker-a", "brokerIP1": "127.0.0.1", **props})
+    config.rocketmq_version = rocketmq_version
     store_dir = os.path.join(str(tmp_path), "store")
     store_config = MessageStoreConfig(
         mapped_file_size_commit_log=1024 * 1024,
