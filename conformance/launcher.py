@@ -746,6 +746,7 @@ class RealRocketMQ:
         # GET_BROKER_RUNTIME_INFO (mqadmin brokerStatus, clusterList) fails in getPutTps with
         # SYSTEM_ERROR "java.util.NoSuchElementException" (LinkedList.getLast of an empty list;
         # 4.9.7 and 5.5.0 alike).
+        self._acl_refused_since: dict[str, float] = {}
         for addr in self.broker_addrs:
             self.last_probe_answer = None
             self._wait(
@@ -770,7 +771,15 @@ class RealRocketMQ:
         except (OSError, ValueError, struct.error):
             return False
         self.last_probe_answer = (code, remark)
-        return code == 0
+        if code == 0:
+            return True
+        if remark is not None and "AclException" in remark:
+            # With aclEnable the unsigned probe is refused before the stats are read: the broker's request
+            # path is up, and the stats' first sample is due one second after the store started, which
+            # was before it registered. Wait out that second from the first refusal.
+            first = self._acl_refused_since.setdefault(broker_addr, time.monotonic())
+            return time.monotonic() - first >= 1.5
+        return False
 
     def _processes(self) -> list[JavaProcess]:
         return [*self.brokers, *([self.namesrv] if self.namesrv else [])]

@@ -10,6 +10,8 @@ import io
 import time
 from typing import TYPE_CHECKING, Any
 
+from twisted.internet.defer import Deferred
+
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.bodies import SubscriptionGroupConfig
 from rmqtwin.codec.codes import ResponseCode
@@ -59,7 +61,9 @@ class AdminProcessor:
         )
 
     # -- topics ---------------------------------------------------------------------------------
-    def update_and_create_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+    def update_and_create_topic(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | Deferred[RemotingCommand]:
         # Java's @CFNotNull ``order`` is initialised to false: a request without it is no failure.
         header = from_ext_fields(CreateTopicRequestHeader, {"order": "false", **(request.ext_fields or {})})
         topic = header.topic
@@ -92,8 +96,15 @@ class AdminProcessor:
                 return response(ResponseCode.SYSTEM_ERROR, str(exc))
         elif existing is not None and existing.attributes is not None:
             config.attributes = existing.attributes  # a 4.9 request leaves 5.x attributes alone
+        self.broker.registration = None
         self.broker.topics.put(config)
-        return response(remark=NOT_SET_REMARK)
+        answer = response(remark=NOT_SET_REMARK)
+        registration = self.broker.registration
+        if registration is None:
+            return answer
+        # As Java's registerIncrementBrokerData: the answer follows the name servers' acknowledgements
+        # (or their timeout), so a route query right after it finds the new topic.
+        return registration.addBoth(lambda _: answer)
 
     def delete_topic_in_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         topic = decode_header(request, DeleteTopicRequestHeader).topic

@@ -104,6 +104,8 @@ class BrokerController:
         self.namesrv = NamesrvClient(self, reactor) if reactor is not None else None
         self._loops: list[LoopingCall] = []
         self._started = False
+        self.registration: Deferred[Any] | None = None
+        """The REGISTER_BROKER calls the last topic change started (see AdminProcessor)."""
 
     # -- time --------------------------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -265,7 +267,7 @@ class BrokerController:
             return
         self.persist_topics()
         if register and self.namesrv is not None:
-            self.register_broker_all()
+            self.registration = self.register_broker_all()
 
     def _groups_changed(self) -> None:
         if self._started:
