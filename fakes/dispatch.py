@@ -14,7 +14,6 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeAlias, TypeVar
 
-import orjson
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -148,11 +147,6 @@ def _ext_str(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
-
-
-def json_body(obj: Any) -> bytes:
-    """A JSON body in fastjson's default key order (bean fields sorted)."""
-    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
 
 
 class Dispatcher:

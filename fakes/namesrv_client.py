@@ -15,8 +15,13 @@ from twisted.internet.endpoints import SSL4ClientEndpoint, TCP4ClientEndpoint, c
 from twisted.internet.interfaces import IStreamClientEndpoint
 from twisted.logger import Logger
 
-from rmqtwin.codec import fastjson
+from rmqtwin.codec.bodies import RegisterBrokerBody, TopicConfigSerializeWrapper, from_value
 from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.headers import (
+    CommandCustomHeader,
+    RegisterBrokerRequestHeader,
+    UnRegisterBrokerRequestHeader,
+)
 from rmqtwin.fakes.dispatch import request_command
 from rmqtwin.fakes.server import RemotingProtocol
 
@@ -59,32 +64,40 @@ class NamesrvClient:
         if self.connections.get(addr) is proto:
             del self.connections[addr]
 
-    def _header(self) -> dict[str, Any]:
-        c = self.broker.config
-        return {
-            "brokerAddr": c.broker_addr,
-            "brokerId": c.broker_id,
-            "brokerName": c.broker_name,
-            "clusterName": c.broker_cluster_name,
-            "haServerAddr": c.ha_server_addr,
-        }
-
     def register_all(self) -> Deferred[Any]:
-        addrs = self.broker.config.namesrv_addrs
+        """REGISTER_BROKER to every name server: the topic table as an uncompressed RegisterBrokerBody."""
+        c = self.broker.config
+        addrs = c.namesrv_addrs
         if not addrs:
             return succeed(None)
-        body = fastjson.dumps(
-            {"filterServerList": [], "topicConfigSerializeWrapper": self.broker.topics.serialize_wrapper()}
+        body = RegisterBrokerBody(
+            topic_config_serialize_wrapper=from_value(
+                TopicConfigSerializeWrapper, self.broker.topics.serialize_wrapper()
+            )
+        ).encode()
+        header = RegisterBrokerRequestHeader(
+            broker_name=c.broker_name,
+            broker_addr=c.broker_addr,
+            cluster_name=c.broker_cluster_name,
+            ha_server_addr=c.ha_server_addr,
+            broker_id=c.broker_id,
+            compressed=False,
+            body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
         )
-        header = self._header()
-        header.update(compressed=False, bodyCrc32=zlib.crc32(body) & 0x7FFFFFFF)
         return DeferredList([self._call(addr, RequestCode.REGISTER_BROKER, header, body) for addr in addrs])
 
     def unregister_all(self) -> Deferred[Any]:
-        addrs = self.broker.config.namesrv_addrs
+        c = self.broker.config
+        addrs = c.namesrv_addrs
         if not addrs:
             return succeed(None)
-        calls = [self._call(addr, RequestCode.UNREGISTER_BROKER, self._header(), None) for addr in addrs]
+        header = UnRegisterBrokerRequestHeader(
+            broker_name=c.broker_name,
+            broker_addr=c.broker_addr,
+            cluster_name=c.broker_cluster_name,
+            broker_id=c.broker_id,
+        )
+        calls = [self._call(addr, RequestCode.UNREGISTER_BROKER, header, None) for addr in addrs]
 
         def close(result: Any) -> Any:
             for proto in list(self.connections.values()):
@@ -93,7 +106,7 @@ class NamesrvClient:
 
         return DeferredList(calls).addBoth(close)
 
-    def _call(self, addr: str, code: int, header: dict[str, Any], body: bytes | None) -> Deferred[Any]:
+    def _call(self, addr: str, code: int, header: CommandCustomHeader, body: bytes | None) -> Deferred[Any]:
         timeout = self.broker.config.register_broker_timeout_mills / 1000.0
 
         def send(proto: RemotingProtocol) -> Deferred[Any]:

@@ -29,10 +29,11 @@ from enum import IntFlag
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.java import java_hash_map_order
 from rmqtwin.fakes.broker.topics import RETRY_GROUP_TOPIC_PREFIX, TRACE_TOPIC
-from rmqtwin.fakes.dispatch import json_body, response
+from rmqtwin.fakes.dispatch import response
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
@@ -701,4 +702,4 @@ def broker_cluster_acl_config(acl: PlainAclService | None) -> RemotingCommand | 
         "globalWhiteAddrs": config.global_white_listing,
         "plainAccessConfigs": [account.listing for account in config.accounts.values()],
     }
-    return response(ext_fields={}, body=json_body(body))
+    return response(ext_fields={}, body=fastjson.dumps(body))

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 from twisted.internet.defer import Deferred
 
 from rmqtwin.codec import fastjson
-from rmqtwin.codec.bodies import SubscriptionGroupConfig
+from rmqtwin.codec.bodies import (
+    Connection,
+    GroupList,
+    KVTable,
+    ProducerConnection,
+    SubscriptionGroupConfig,
+    TopicList,
+)
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import (
     CloneGroupOffsetRequestHeader,
@@ -38,11 +45,12 @@ from rmqtwin.fakes.broker.attributes import (
 )
 from rmqtwin.fakes.broker.groups import with_5x_defaults
 from rmqtwin.fakes.broker.topics import is_system_topic, parameter_error, validate_topic
-from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, json_body, response
+from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, response
 from rmqtwin.store_mirror.config import TopicConfig
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
+    from rmqtwin.fakes.broker.clients import ClientChannelInfo
     from rmqtwin.fakes.broker.controller import BrokerController
 
 BROKER_VERSION_DESC = "V4_9_8"
@@ -117,7 +125,7 @@ class AdminProcessor:
         return response()
 
     def get_all_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        return response(body=json_body(self.broker.topics.serialize_wrapper()))
+        return response(body=fastjson.dumps(self.broker.topics.serialize_wrapper(), quote_int_keys=False))
 
     def get_topic_stats_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         topic = decode_header(request, GetTopicStatsInfoRequestHeader).topic
@@ -141,13 +149,13 @@ class AdminProcessor:
         topic = decode_header(request, QueryTopicConsumeByWhoRequestHeader).topic
         groups = set(self.broker.consumers.groups_by_topic(topic))
         groups |= self.broker.offsets.which_group_by_topic(topic)
-        return response(body=json_body({"groupList": sorted(groups)}))
+        return response(body=GroupList(group_list=sorted(groups)).encode())
 
     def get_system_topic_list_from_broker(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         topics = [t for t in self.broker.topics.table if is_system_topic(t)]
-        return response(body=json_body({"topicList": topics}))
+        return response(body=TopicList(topic_list=topics).encode())
 
     # -- groups and clients -------------------------------------------------------------------
     def update_and_create_subscription_group(
@@ -162,7 +170,7 @@ class AdminProcessor:
     def get_all_subscription_group_config(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
-        return response(body=json_body(self.broker.groups.encode()))
+        return response(body=fastjson.dumps(self.broker.groups.encode(), quote_int_keys=False))
 
     def delete_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, DeleteSubscriptionGroupRequestHeader)
@@ -196,13 +204,13 @@ class AdminProcessor:
                 table[self._mq(name, queue_id)] = wrapper
         return response(body=fastjson.dumps({"consumeTps": 0.0, "offsetTable": table}))
 
-    def _connection(self, info: Any) -> dict[str, Any]:
-        return {
-            "clientAddr": info.channel.remote_addr,
-            "clientId": info.client_id,
-            "language": info.language,
-            "version": info.version,
-        }
+    def _connection(self, info: ClientChannelInfo) -> Connection:
+        return Connection(
+            client_addr=info.channel.remote_addr,
+            client_id=info.client_id,
+            language=info.language,
+            version=info.version,
+        )
 
     def get_consumer_connection_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         group = decode_header(request, GetConsumerConnectionListRequestHeader).consumer_group
@@ -216,14 +224,15 @@ class AdminProcessor:
             "messageModel": info.message_model,
             "subscriptionTable": info.subscriptions,
         }
-        return response(body=json_body(body))
+        return response(body=fastjson.dumps(body, quote_int_keys=False))
 
     def get_producer_connection_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         group = decode_header(request, GetProducerConnectionListRequestHeader).producer_group
         channels = self.broker.producers.groups.get(group)
         if channels is None:
             return response(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
-        return response(body=json_body({"connectionSet": [self._connection(c) for c in channels.values()]}))
+        connections = [self._connection(c) for c in channels.values()]
+        return response(body=ProducerConnection(connection_set=connections).encode())
 
     # -- broker ---------------------------------------------------------------------------------
     def get_broker_runtime_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -274,12 +283,12 @@ class AdminProcessor:
             "[200~500ms]:0 [500ms~1s]:0 [1~2s]:0 [2~3s]:0 [3~4s]:0 [4~5s]:0 [5~10s]:0 [10s~]:0 ",
             "getMessageEntireTimeMax": "0",
         }
-        return response(body=json_body({"table": table}))
+        return response(body=KVTable(table=table).encode())
 
     def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         broker = self.broker
         text = "".join(f"{k}={v}\n" for k, v in broker.config.to_properties().items())
-        version = json_body(broker.config_data_version.to_json()).decode()
+        version = fastjson.dumps(broker.config_data_version.to_json()).decode()
         return response(ext_fields=GetBrokerConfigResponseHeader(version=version), body=text.encode("utf-8"))
 
     def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -306,7 +315,7 @@ class AdminProcessor:
             return response(ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {topic}")
         body = config.to_json()
         body.setdefault("attributes", {})
-        return response(body=json_body(body))
+        return response(body=fastjson.dumps(body, sort_map_keys=True))
 
     def get_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """5.x GET_SUBSCRIPTIONGROUP_CONFIG: the group's config, auto-created when that is on; 4.9.7
@@ -320,7 +329,7 @@ class AdminProcessor:
         config = self.broker.groups.find(group)
         if config is None:
             return response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker")
-        return response(body=json_body(with_5x_defaults(config)))
+        return response(body=fastjson.dumps(with_5x_defaults(config), sort_map_keys=True))
 
     def clone_group_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, CloneGroupOffsetRequestHeader)

@@ -9,6 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec import fastjson
+from rmqtwin.codec.bodies import (
+    GetConsumerListByGroupResponseBody,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    UnlockBatchRequestBody,
+)
 from rmqtwin.codec.codes import RequestCode, ResponseCode, language_name
 from rmqtwin.codec.headers import (
     EmptyHeader,
@@ -18,19 +24,11 @@ from rmqtwin.codec.headers import (
 )
 from rmqtwin.fakes.broker.clients import ClientChannelInfo
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
-from rmqtwin.fakes.dispatch import Channel, decode_header, json_body, request_command, response
+from rmqtwin.fakes.dispatch import Channel, decode_header, request_command, response
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
     from rmqtwin.fakes.broker.controller import BrokerController
-
-
-def _mq_key(mq: dict[str, Any]) -> tuple[str, str, int]:
-    return (str(mq.get("topic")), str(mq.get("brokerName")), int(mq.get("queueId", 0)))
-
-
-def _mq_bean(key: tuple[str, str, int]) -> dict[str, Any]:
-    return {"brokerName": key[1], "queueId": key[2], "topic": key[0]}
 
 
 class ClientManageProcessor:
@@ -98,22 +96,22 @@ class ClientManageProcessor:
         if group_info is not None:
             ids = group_info.client_ids()
             if ids:
-                return response(ext_fields=EmptyHeader(), body=json_body({"consumerIdList": ids}))
+                body = GetConsumerListByGroupResponseBody(consumer_id_list=ids).encode()
+                return response(ext_fields=EmptyHeader(), body=body)
         # GetConsumerListByGroupResponseHeader has no fields: Java's answers carry extFields {} either way.
         return response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}", EmptyHeader())
 
     def lock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        body = fastjson.loads(request.body or b"{}")
-        mqs = [_mq_key(mq) for mq in body.get("mqSet") or []]
+        body = LockBatchRequestBody.decode(request.body or b"{}")
         locked = self.broker.locks.try_lock_batch(
-            str(body.get("consumerGroup")), list(mqs), str(body.get("clientId")), self.broker.clock.seconds()
+            str(body.consumer_group), body.mq_set, str(body.client_id), self.broker.clock.seconds()
         )
-        return response(body=json_body({"lockOKMQSet": [_mq_bean(k) for k in locked]}))  # type: ignore[arg-type]
+        answer = LockBatchResponseBody(lock_okmq_set=locked)
+        return response(body=answer.encode())
 
     def unlock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        body = fastjson.loads(request.body or b"{}")
-        mqs = [_mq_key(mq) for mq in body.get("mqSet") or []]
-        self.broker.locks.unlock_batch(str(body.get("consumerGroup")), list(mqs), str(body.get("clientId")))
+        body = UnlockBatchRequestBody.decode(request.body or b"{}")
+        self.broker.locks.unlock_batch(str(body.consumer_group), body.mq_set, str(body.client_id))
         return response()
 
 

@@ -8,9 +8,11 @@ groups whose member set or topic set changed are told with NOTIFY_CONSUMER_IDS_C
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from rmqtwin.codec.bodies import MessageQueue
 
 CHANNEL_EXPIRED_TIMEOUT = 120.0
 LOCK_MAX_LIVE_TIME = 60.0
@@ -185,9 +187,11 @@ class RebalanceLockManager:
     """Orderly consumers' queue locks: one owner per (group, queue), 60 s without renewal frees it."""
 
     def __init__(self) -> None:
-        self.table: dict[str, dict[Hashable, _LockEntry]] = {}
+        self.table: dict[str, dict[MessageQueue, _LockEntry]] = {}
 
-    def try_lock_batch(self, group: str, mqs: list[Hashable], client_id: str, now: float) -> list[Hashable]:
+    def try_lock_batch(
+        self, group: str, mqs: list[MessageQueue], client_id: str, now: float
+    ) -> list[MessageQueue]:
         locks = self.table.setdefault(group, {})
         locked = []
         for mq in mqs:
@@ -197,7 +201,7 @@ class RebalanceLockManager:
                 locked.append(mq)
         return locked
 
-    def unlock_batch(self, group: str, mqs: list[Hashable], client_id: str) -> None:
+    def unlock_batch(self, group: str, mqs: list[MessageQueue], client_id: str) -> None:
         locks = self.table.get(group, {})
         for mq in mqs:
             entry = locks.get(mq)

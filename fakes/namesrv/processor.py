@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import orjson
-
+from rmqtwin.codec.bodies import (
+    DataVersion,
+    KVTable,
+    RegisterBrokerBody,
+    TopicConfigSerializeWrapper,
+    TopicList,
+    route_standard_json,
+)
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.errors import HeaderFieldError
 from rmqtwin.codec.headers import (
@@ -32,14 +38,13 @@ from rmqtwin.codec.headers import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
-from rmqtwin.fakes.dispatch import Channel, Dispatcher, decode_header, json_body, response, suggest_todo
+from rmqtwin.fakes.dispatch import Channel, Dispatcher, decode_header, response, suggest_todo
 from rmqtwin.fakes.namesrv.routeinfo import RouteInfoManager
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
 
 NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
-V4_9_4 = 401
 V3_0_11 = 37
 
 
@@ -131,7 +136,7 @@ class NamesrvProcessor:
         namespace = decode_header(request, GetKVListByNamespaceRequestHeader).namespace
         table = self.kv.namespace(namespace)
         if table is not None:
-            return response(body=json_body({"table": table}))
+            return response(body=KVTable(table=table).encode())
         return response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace}")
 
     # -- brokers ------------------------------------------------------------------------------
@@ -141,20 +146,17 @@ class NamesrvProcessor:
         crc = header.body_crc32 or 0
         if crc != 0 and (zlib.crc32(body) & 0x7FFFFFFF) != crc:
             return response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        wrapper: dict[str, Any] | None
+        wrapper: TopicConfigSerializeWrapper | None
         filter_servers: list[str] = []
         if request.version >= V3_0_11:
             if body:
-                if header.compressed:
-                    register_body = decode_compressed_register_body(body)
-                else:
-                    register_body = orjson.loads(body)
-                wrapper = register_body.get("topicConfigSerializeWrapper") or {}
-                filter_servers = register_body.get("filterServerList") or []
+                register_body = RegisterBrokerBody.decode_body(body, compressed=bool(header.compressed))
+                wrapper = register_body.topic_config_serialize_wrapper
+                filter_servers = register_body.filter_server_list
             else:
-                wrapper = {"dataVersion": {"counter": 0, "timestamp": 0}, "topicConfigTable": {}}
+                wrapper = TopicConfigSerializeWrapper()
         else:
-            wrapper = orjson.loads(body) if body else None
+            wrapper = TopicConfigSerializeWrapper.decode(body) if body else None
         result = self.routes.register_broker(
             cluster_name=header.cluster_name,
             broker_addr=header.broker_addr,
@@ -171,7 +173,7 @@ class NamesrvProcessor:
             ext_fields=RegisterBrokerResponseHeader(
                 ha_server_addr=result.ha_server_addr, master_addr=result.master_addr
             ),
-            body=json_body({"table": order_conf}) if order_conf else None,
+            body=KVTable(table=order_conf).encode() if order_conf else None,
         )
 
     def unregister_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -183,14 +185,14 @@ class NamesrvProcessor:
 
     def query_data_version(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         addr = decode_header(request, QueryDataVersionRequestHeader).broker_addr
-        theirs = orjson.loads(request.body) if request.body else {}
+        theirs = DataVersion.decode(request.body) if request.body else None
         live = self.routes.broker_live_table.get(addr)
         changed = live is None or live.data_version != theirs
         if live is not None:
             live.last_update = self.clock()
         return response(
             ext_fields=QueryDataVersionResponseHeader(changed=changed),
-            body=json_body(live.data_version) if live is not None else None,
+            body=live.data_version.encode() if live is not None else None,
         )
 
     # -- routes -------------------------------------------------------------------------------
@@ -208,29 +210,22 @@ class NamesrvProcessor:
         if self.order_message_enable:
             order_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
             if order_conf is not None:
-                route["orderTopicConf"] = order_conf
-        standard = request.version >= V4_9_4 or bool(header.accept_standard_json_only)
-        return response(body=encode_route(route, standard_json=standard))
+                route.order_topic_conf = order_conf
+        standard = route_standard_json(request.version, header.accept_standard_json_only)
+        return response(body=route.encode(standard_json=standard))
 
     def get_broker_cluster_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        return response(body=encode_fastjson(self.routes.cluster_info()))
+        return response(body=self.routes.cluster_info().encode())
 
     def get_all_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        return response(body=json_body({"topicList": self.routes.all_topics()}))
+        return response(body=TopicList(topic_list=self.routes.all_topics()).encode())
 
     def get_topics_by_cluster(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        return response(
-            body=json_body(
-                {
-                    "topicList": self.routes.topics_by_cluster(
-                        decode_header(request, GetTopicsByClusterRequestHeader).cluster
-                    )
-                }
-            )
-        )
+        cluster = decode_header(request, GetTopicsByClusterRequestHeader).cluster
+        return response(body=TopicList(topic_list=self.routes.topics_by_cluster(cluster)).encode())
 
     def get_system_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        return response(body=json_body(self.routes.system_topics()))
+        return response(body=self.routes.system_topics().encode())
 
     def delete_topic_in_namesrv(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, DeleteTopicFromNamesrvRequestHeader)
@@ -261,61 +256,3 @@ class NamesrvProcessor:
         if "orderMessageEnable" in props:
             self.order_message_enable = props["orderMessageEnable"].strip().lower() == "true"
         return response()
-
-
-def encode_route(route: dict[str, Any], *, standard_json: bool) -> bytes:
-    """TopicRouteData as the real name server writes it for this client version.
-
-    Clients from 4.9.4 on (or asking ``acceptStandardJsonOnly``) get standard JSON with quoted,
-    sorted map keys; older clients get fastjson's default with bare integer keys.
-    """
-    from rmqtwin.codec import fastjson
-
-    if standard_json:
-        return fastjson.dumps(route, browser_compatible=True, sort_map_keys=True)
-    return fastjson.dumps(route, quote_int_keys=False)
-
-
-def encode_fastjson(obj: Any) -> bytes:
-    """fastjson's default form: bare integer map keys (``{0:"127.0.0.1:10911"}``)."""
-    from rmqtwin.codec import fastjson
-
-    return fastjson.dumps(obj, quote_int_keys=False)
-
-
-def decode_compressed_register_body(data: bytes) -> dict[str, Any]:
-    """RegisterBrokerBody in the ``compressedRegister`` form (zlib of length-prefixed parts)."""
-    import struct
-
-    raw = zlib.decompress(data)
-    pos = 0
-
-    def chunk() -> bytes:
-        nonlocal pos
-        (length,) = struct.unpack_from(">i", raw, pos)
-        pos += 4
-        part = raw[pos : pos + length]
-        pos += length
-        return part
-
-    data_version = orjson.loads(chunk())
-    (count,) = struct.unpack_from(">i", raw, pos)
-    pos += 4
-    topics: dict[str, Any] = {}
-    for _ in range(count):
-        tokens = chunk().decode("utf-8").split(" ")
-        name, read, write, perm, filter_type = tokens[:5]
-        topics[name] = {
-            "order": False,
-            "perm": int(perm),
-            "readQueueNums": int(read),
-            "topicFilterType": filter_type,
-            "topicName": name,
-            "topicSysFlag": 0,
-            "writeQueueNums": int(write),
-        }
-    filter_servers = orjson.loads(chunk()) if pos < len(raw) else []
-    return {
-        "filterServerList": filter_servers,
-        "topicConfigSerializeWrapper": {"dataVersion": data_version, "topicConfigTable": topics},
-    }

@@ -1,17 +1,28 @@
 """The name server's route tables (Java ``RouteInfoManager``), with time passed in.
 
-Tables hold the bean shapes that go on the wire (``QueueData``, ``BrokerData`` as dicts with
-RocketMQ's field names), so building a ``TopicRouteData`` or ``ClusterInfo`` body is a copy.
+Tables hold the typed bodies that go on the wire (``QueueData``, ``BrokerData``, ``DataVersion`` from
+``codec.bodies``, whose bytes the golden vectors prove), so a ``TopicRouteData`` or ``ClusterInfo`` body
+is a copy of table entries.
 Liveness is kept per broker address; a broker is dropped after ``BROKER_CHANNEL_EXPIRED`` seconds
 without a registration, or when its connection closes, as the real name server does.
 """
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+
+from rmqtwin.codec.bodies import (
+    BrokerData,
+    ClusterInfo,
+    DataVersion,
+    QueueData,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+    TopicList,
+    TopicRouteData,
+)
 
 BROKER_CHANNEL_EXPIRED = 120.0
 MASTER_ID = 0
@@ -20,8 +31,8 @@ MASTER_ID = 0
 @dataclass
 class BrokerLiveInfo:
     last_update: float
-    data_version: dict[str, Any]
-    channel: Any
+    data_version: DataVersion
+    channel: object
     ha_server_addr: str
 
 
@@ -35,8 +46,8 @@ class RouteInfoManager:
     """Topic → queue data, broker name → addresses, cluster → broker names, live brokers."""
 
     def __init__(self) -> None:
-        self.topic_queue_table: dict[str, dict[str, dict[str, Any]]] = {}
-        self.broker_addr_table: dict[str, dict[str, Any]] = {}
+        self.topic_queue_table: dict[str, dict[str, QueueData]] = {}
+        self.broker_addr_table: dict[str, BrokerData] = {}
         self.cluster_addr_table: dict[str, set[str]] = {}
         self.broker_live_table: dict[str, BrokerLiveInfo] = {}
         self.filter_server_table: dict[str, list[str]] = {}
@@ -50,9 +61,9 @@ class RouteInfoManager:
         broker_name: str,
         broker_id: int,
         ha_server_addr: str,
-        topic_config_wrapper: dict[str, Any] | None,
+        topic_config_wrapper: TopicConfigSerializeWrapper | None,
         filter_server_list: list[str],
-        channel: Any,
+        channel: object,
         now: float,
     ) -> RegisterResult:
         self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
@@ -60,9 +71,9 @@ class RouteInfoManager:
         broker_data = self.broker_addr_table.get(broker_name)
         if broker_data is None:
             register_first = True
-            broker_data = {"brokerAddrs": {}, "brokerName": broker_name, "cluster": cluster_name}
+            broker_data = BrokerData(cluster=cluster_name, broker_name=broker_name)
             self.broker_addr_table[broker_name] = broker_data
-        addrs: dict[int, str] = broker_data["brokerAddrs"]
+        addrs = broker_data.broker_addrs
         # One address serves one broker id: a slave promoted to master moves, it is not duplicated.
         for other_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:
             del addrs[other_id]
@@ -70,12 +81,12 @@ class RouteInfoManager:
         addrs[broker_id] = broker_addr
         register_first = register_first or old_addr is None
 
-        data_version = (topic_config_wrapper or {}).get("dataVersion") or {}
+        data_version = DataVersion() if topic_config_wrapper is None else topic_config_wrapper.data_version
         if topic_config_wrapper is not None and broker_id == MASTER_ID:
             previous = self.broker_live_table.get(broker_addr)
-            changed = previous is None or _version_key(previous.data_version) != _version_key(data_version)
+            changed = previous is None or previous.data_version != data_version
             if changed or register_first:
-                for topic_config in (topic_config_wrapper.get("topicConfigTable") or {}).values():
+                for topic_config in topic_config_wrapper.topic_config_table.values():
                     self._create_and_update_queue_data(broker_name, topic_config)
 
         self.broker_live_table[broker_addr] = BrokerLiveInfo(now, data_version, channel, ha_server_addr)
@@ -92,21 +103,23 @@ class RouteInfoManager:
                 result.master_addr = master_addr
         return result
 
-    def _create_and_update_queue_data(self, broker_name: str, topic_config: dict[str, Any]) -> None:
-        queue_data = {
-            "brokerName": broker_name,
-            "perm": int(topic_config.get("perm", 6)),
-            "readQueueNums": int(topic_config.get("readQueueNums", 16)),
-            "topicSysFlag": int(topic_config.get("topicSysFlag", 0)),
-            "writeQueueNums": int(topic_config.get("writeQueueNums", 16)),
-        }
-        self.topic_queue_table.setdefault(topic_config["topicName"], {})[broker_name] = queue_data
+    def _create_and_update_queue_data(self, broker_name: str, topic_config: TopicConfig) -> None:
+        queue_data = QueueData(
+            broker_name=broker_name,
+            perm=topic_config.perm,
+            read_queue_nums=topic_config.read_queue_nums,
+            topic_sys_flag=topic_config.topic_sys_flag,
+            write_queue_nums=topic_config.write_queue_nums,
+        )
+        self.topic_queue_table.setdefault(topic_config.topic_name, {})[broker_name] = queue_data
 
-    def register_topic(self, topic: str, queue_datas: Iterable[dict[str, Any]]) -> None:
+    def register_topic(self, topic: str, queue_datas: Iterable[QueueData]) -> None:
         """REGISTER_TOPIC_IN_NAMESRV (5.x): add queue data for brokers the name server knows."""
         for queue_data in queue_datas:
-            if queue_data.get("brokerName") in self.broker_addr_table:
-                self.topic_queue_table.setdefault(topic, {})[queue_data["brokerName"]] = dict(queue_data)
+            if queue_data.broker_name in self.broker_addr_table:
+                self.topic_queue_table.setdefault(topic, {})[queue_data.broker_name] = dataclasses.replace(
+                    queue_data
+                )
 
     def unregister_broker(
         self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int
@@ -116,7 +129,7 @@ class RouteInfoManager:
         remove_broker_name = False
         broker_data = self.broker_addr_table.get(broker_name)
         if broker_data is not None:
-            addrs = broker_data["brokerAddrs"]
+            addrs = broker_data.broker_addrs
             if addrs.get(broker_id) == broker_addr:
                 del addrs[broker_id]
             if not addrs:
@@ -149,7 +162,7 @@ class RouteInfoManager:
             self._destroy_addr(addr)
         return expired
 
-    def on_channel_destroy(self, channel: Any) -> None:
+    def on_channel_destroy(self, channel: object) -> None:
         """A broker's connection closed: forget it at once."""
         for addr, info in list(self.broker_live_table.items()):
             if info.channel is channel:
@@ -159,7 +172,7 @@ class RouteInfoManager:
         self.broker_live_table.pop(broker_addr, None)
         self.filter_server_table.pop(broker_addr, None)
         for broker_name, broker_data in list(self.broker_addr_table.items()):
-            addrs = broker_data["brokerAddrs"]
+            addrs = broker_data.broker_addrs
             for broker_id in [i for i, a in addrs.items() if a == broker_addr]:
                 del addrs[broker_id]
             if not addrs:
@@ -171,8 +184,8 @@ class RouteInfoManager:
                 self._remove_topic_by_broker_name(broker_name)
 
     # -- queries ----------------------------------------------------------------------------------
-    def pickup_topic_route_data(self, topic: str) -> dict[str, Any] | None:
-        """TopicRouteData bean for ``topic``, or None when no live broker serves it."""
+    def pickup_topic_route_data(self, topic: str) -> TopicRouteData | None:
+        """TopicRouteData for ``topic`` (copies of table entries), or None when no live broker serves it."""
         queue_map = self.topic_queue_table.get(topic)
         if not queue_map:
             return None
@@ -182,23 +195,23 @@ class RouteInfoManager:
             broker_data = self.broker_addr_table.get(broker_name)
             if broker_data is None:
                 continue
-            broker_datas.append(copy.deepcopy(broker_data))
-            for addr in broker_data["brokerAddrs"].values():
+            broker_datas.append(_copy_broker_data(broker_data))
+            for addr in broker_data.broker_addrs.values():
                 if addr in self.filter_server_table:
                     filter_server_table[addr] = list(self.filter_server_table[addr])
         if not broker_datas:
             return None
-        return {
-            "brokerDatas": broker_datas,
-            "filterServerTable": filter_server_table,
-            "queueDatas": [dict(q) for q in queue_map.values()],
-        }
+        return TopicRouteData(
+            broker_datas=broker_datas,
+            filter_server_table=filter_server_table,
+            queue_datas=[dataclasses.replace(q) for q in queue_map.values()],
+        )
 
-    def cluster_info(self) -> dict[str, Any]:
-        return {
-            "brokerAddrTable": copy.deepcopy(self.broker_addr_table),
-            "clusterAddrTable": {c: sorted(names) for c, names in self.cluster_addr_table.items()},
-        }
+    def cluster_info(self) -> ClusterInfo:
+        return ClusterInfo(
+            broker_addr_table={name: _copy_broker_data(b) for name, b in self.broker_addr_table.items()},
+            cluster_addr_table={c: sorted(names) for c, names in self.cluster_addr_table.items()},
+        )
 
     def all_topics(self) -> list[str]:
         return list(self.topic_queue_table)
@@ -207,19 +220,16 @@ class RouteInfoManager:
         names = self.cluster_addr_table.get(cluster, set())
         return [t for t, queues in self.topic_queue_table.items() if any(n in queues for n in names)]
 
-    def system_topics(self) -> dict[str, Any]:
+    def system_topics(self) -> TopicList:
         topics = list(self.cluster_addr_table)
         broker_addr = None
         for names in self.cluster_addr_table.values():
             topics.extend(names)
         for broker_data in self.broker_addr_table.values():
-            for addr in broker_data["brokerAddrs"].values():
+            for addr in broker_data.broker_addrs.values():
                 broker_addr = addr
                 break
-        body: dict[str, Any] = {"topicList": topics}
-        if broker_addr is not None:
-            body["brokerAddr"] = broker_addr
-        return body
+        return TopicList(topic_list=topics, broker_addr=broker_addr)
 
     def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
         if not cluster_name:
@@ -240,11 +250,11 @@ class RouteInfoManager:
             queue_data = queues.get(broker_name)
             if queue_data is None:
                 continue
-            perm = queue_data["perm"]
-            queue_data["perm"] = perm & ~2 if wipe else perm | 2
+            queue_data.perm = queue_data.perm & ~2 if wipe else queue_data.perm | 2
             count += 1
         return count
 
 
-def _version_key(data_version: dict[str, Any]) -> tuple[Any, Any]:
-    return data_version.get("timestamp"), data_version.get("counter")
+def _copy_broker_data(broker_data: BrokerData) -> BrokerData:
+    """A copy whose address map the table may change without touching the copy."""
+    return dataclasses.replace(broker_data, broker_addrs=dict(broker_data.broker_addrs))
