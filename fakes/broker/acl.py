@@ -702,4 +702,4 @@ def broker_cluster_acl_config(acl: PlainAclService | None) -> RemotingCommand | 
         "globalWhiteAddrs": config.global_white_listing,
         "plainAccessConfigs": [account.listing for account in config.accounts.values()],
     }
-    return response(ext_fields={}, body=fastjson.dumps(body))
+    return response(ext_fields={}, body=fastjson.dumps(body, sort_map_keys=True))

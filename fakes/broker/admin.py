@@ -125,7 +125,11 @@ class AdminProcessor:
         return response()
 
     def get_all_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        return response(body=fastjson.dumps(self.broker.topics.serialize_wrapper(), quote_int_keys=False))
+        return response(
+            body=fastjson.dumps(
+                self.broker.topics.serialize_wrapper(), quote_int_keys=False, sort_map_keys=True
+            )
+        )
 
     def get_topic_stats_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         topic = decode_header(request, GetTopicStatsInfoRequestHeader).topic
@@ -170,7 +174,9 @@ class AdminProcessor:
     def get_all_subscription_group_config(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
-        return response(body=fastjson.dumps(self.broker.groups.encode(), quote_int_keys=False))
+        return response(
+            body=fastjson.dumps(self.broker.groups.encode(), quote_int_keys=False, sort_map_keys=True)
+        )
 
     def delete_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, DeleteSubscriptionGroupRequestHeader)
@@ -224,7 +230,7 @@ class AdminProcessor:
             "messageModel": info.message_model,
             "subscriptionTable": info.subscriptions,
         }
-        return response(body=fastjson.dumps(body, quote_int_keys=False))
+        return response(body=fastjson.dumps(body, quote_int_keys=False, sort_map_keys=True))
 
     def get_producer_connection_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         group = decode_header(request, GetProducerConnectionListRequestHeader).producer_group
@@ -288,7 +294,7 @@ class AdminProcessor:
     def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         broker = self.broker
         text = "".join(f"{k}={v}\n" for k, v in broker.config.to_properties().items())
-        version = fastjson.dumps(broker.config_data_version.to_json()).decode()
+        version = fastjson.dumps(broker.config_data_version.to_json(), sort_map_keys=True).decode()
         return response(ext_fields=GetBrokerConfigResponseHeader(version=version), body=text.encode("utf-8"))
 
     def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
