@@ -45,9 +45,12 @@ size) in ``broker_conf_overrides``, or its ``load()`` rejects the files.
 from __future__ import annotations
 
 import atexit
+import base64
 import contextlib
 import fcntl
 import functools
+import hashlib
+import hmac
 import json
 import os
 import random
@@ -65,6 +68,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+
+import yaml
 
 __all__ = [
     "DEFAULT_BROKER_CONF",
@@ -270,11 +275,18 @@ def free_broker_port(taken: set[int] | None = None) -> int:
     raise RealRocketMQError("no free group of broker ports found on 127.0.0.1")
 
 
-def _encode_request(code: int, opaque: int) -> bytes:
+def _encode_request(code: int, opaque: int, credentials: tuple[str, str] | None = None) -> bytes:
+    ext_fields: dict[str, str] = {}
+    if credentials is not None:
+        # AclClientRPCHook's signature of a request whose only ext field is the access key:
+        # base64(HmacSHA1(secretKey, accessKey)), written independently of fakes/broker/acl.py.
+        access_key, secret_key = credentials
+        digest = hmac.new(secret_key.encode(), access_key.encode(), hashlib.sha1).digest()
+        ext_fields = {"AccessKey": access_key, "Signature": base64.b64encode(digest).decode()}
     header = json.dumps(
         {
             "code": code,
-            "extFields": {},
+            "extFields": ext_fields,
             "flag": 0,
             "language": "JAVA",
             "opaque": opaque,
@@ -301,15 +313,19 @@ GET_BROKER_RUNTIME_INFO = 28
 GET_BROKER_CLUSTER_INFO = 106
 
 
-def probe(addr: str, code: int, timeout: float = 3.0) -> tuple[int, str | None, bytes]:
+def probe(
+    addr: str, code: int, timeout: float = 3.0, credentials: tuple[str, str] | None = None
+) -> tuple[int, str | None, bytes]:
     """Send one header-only request to ``addr``; return (response code, remark, body).
+
+    ``credentials`` (access key, secret key) sign it for a broker with ``aclEnable``.
 
     A deliberately tiny blocking client (JSON header, no codec dependency): it is the
     readiness probe, so it must not share bugs with the code under test.
     """
     host, _, port = addr.rpartition(":")
     with socket.create_connection((host, int(port)), timeout=timeout) as sock:
-        sock.sendall(_encode_request(code, opaque=1))
+        sock.sendall(_encode_request(code, opaque=1, credentials=credentials))
         (length,) = struct.unpack(">I", _read_exact(sock, 4))
         frame = _read_exact(sock, length)
     (word,) = struct.unpack(">I", frame[:4])
@@ -317,6 +333,23 @@ def probe(addr: str, code: int, timeout: float = 3.0) -> tuple[int, str | None, 
     header = json.loads(frame[4 : 4 + header_len])
     remark = header.get("remark")
     return int(header["code"]), None if remark is None else str(remark), frame[4 + header_len :]
+
+
+def acl_probe_credentials(conf_files: Mapping[str, str]) -> tuple[str, str] | None:
+    """The account the readiness probe signs with when the brokers get a ``plain_acl.yml``.
+
+    A broker with ``aclEnable`` (4.9's ACL 1.0) refuses the unsigned probe before it reads its stats,
+    so the probe signs as the first admin account (else the first account); 5.3.3+ ignores the file
+    and the signature.
+    """
+    text = conf_files.get("plain_acl.yml")
+    if text is None:
+        return None
+    accounts = (yaml.safe_load(text) or {}).get("accounts") or []
+    if not accounts:
+        return None
+    account = next((a for a in accounts if a.get("admin")), accounts[0])
+    return str(account["accessKey"]), str(account["secretKey"])
 
 
 def query_cluster_info(namesrv_addr: str, timeout: float = 3.0) -> tuple[int, bytes]:
@@ -746,11 +779,11 @@ class RealRocketMQ:
         # GET_BROKER_RUNTIME_INFO (mqadmin brokerStatus, clusterList) fails in getPutTps with
         # SYSTEM_ERROR "java.util.NoSuchElementException" (LinkedList.getLast of an empty list;
         # 4.9.7 and 5.5.0 alike).
-        self._acl_refused_since: dict[str, float] = {}
+        credentials = acl_probe_credentials(self.conf_files)
         for addr in self.broker_addrs:
             self.last_probe_answer = None
             self._wait(
-                functools.partial(self._answers_runtime_info, addr),
+                functools.partial(self._answers_runtime_info, addr, credentials),
                 deadline,
                 f"broker {addr} to answer GET_BROKER_RUNTIME_INFO with SUCCESS (its store stats sampled)",
                 last=lambda: f"last answer (code, remark): {self.last_probe_answer}",
@@ -765,21 +798,15 @@ class RealRocketMQ:
             return None
         return body if code == 0 else None
 
-    def _answers_runtime_info(self, broker_addr: str) -> bool:
+    def _answers_runtime_info(self, broker_addr: str, credentials: tuple[str, str] | None) -> bool:
         try:
-            code, remark, _ = probe(broker_addr, GET_BROKER_RUNTIME_INFO, timeout=2.0)
+            code, remark, _ = probe(
+                broker_addr, GET_BROKER_RUNTIME_INFO, timeout=2.0, credentials=credentials
+            )
         except (OSError, ValueError, struct.error):
             return False
         self.last_probe_answer = (code, remark)
-        if code == 0:
-            return True
-        if remark is not None and "AclException" in remark:
-            # With aclEnable the unsigned probe is refused before the stats are read: the broker's request
-            # path is up, and the stats' first sample is due one second after the store started, which
-            # was before it registered. Wait out that second from the first refusal.
-            first = self._acl_refused_since.setdefault(broker_addr, time.monotonic())
-            return time.monotonic() - first >= 1.5
-        return False
+        return code == 0
 
     def _processes(self) -> list[JavaProcess]:
         return [*self.brokers, *([self.namesrv] if self.namesrv else [])]

@@ -125,9 +125,45 @@ def test_a_broker_is_ready_only_once_runtime_info_answers_success(
         server.listen(1)
         thread = threading.Thread(target=_serve_once, args=(server, b"{}", seen, answer))
         thread.start()
-        got = rmq._answers_runtime_info(f"127.0.0.1:{server.getsockname()[1]}")
+        got = rmq._answers_runtime_info(f"127.0.0.1:{server.getsockname()[1]}", None)
         thread.join(5)
     assert got is ready
     assert rmq.last_probe_answer == (answer["code"], answer.get("remark"))
     (word,) = struct.unpack(">I", seen[0][:4])
     assert json.loads(seen[0][4 : 4 + (word & 0xFFFFFF)])["code"] == launcher.GET_BROKER_RUNTIME_INFO
+
+
+ACL_YML = """\
+globalWhiteRemoteAddresses:
+  - 10.254.0.*
+accounts:
+  - accessKey: plainUser
+    secretKey: plainSecret1
+  - accessKey: adminKey
+    secretKey: adminSecret1
+    admin: true
+"""
+
+
+def test_the_probe_of_an_acl_broker_is_signed_as_its_admin_account() -> None:
+    """4.9's ACL refuses an unsigned probe before reading its stats; the signature must verify as the
+    broker verifies it (checked here by the twin's own AclUtils port, written separately)."""
+    from rmqtwin.fakes.broker.acl import cal_signature, signature_content
+
+    credentials = launcher.acl_probe_credentials({"plain_acl.yml": ACL_YML})
+    assert credentials == ("adminKey", "adminSecret1")
+    assert launcher.acl_probe_credentials({"broker.conf": "aclEnable=true"}) is None
+    seen: list[bytes] = []
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        thread = threading.Thread(target=_serve_once, args=(server, b"{}", seen))
+        thread.start()
+        launcher.probe(
+            f"127.0.0.1:{server.getsockname()[1]}", launcher.GET_BROKER_RUNTIME_INFO, credentials=credentials
+        )
+        thread.join(5)
+    (word,) = struct.unpack(">I", seen[0][:4])
+    fields = json.loads(seen[0][4 : 4 + (word & 0xFFFFFF)])["extFields"]
+    assert fields["AccessKey"] == "adminKey"
+    assert fields["Signature"] == cal_signature(signature_content(fields, None), "adminSecret1")
