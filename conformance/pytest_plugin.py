@@ -78,6 +78,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
 
 
+SPARK_TESTS = "tests/spark/"
+"""Node ids of the tests that share one SparkSession (and the session's ingest) per worker."""
+
 _REAL_LINE_ID = re.compile(r"(?<![A-Za-z0-9_.])(?:rocketmq|real)-(4\.9|5)(?![0-9.])")
 
 
@@ -103,8 +106,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``-n N --dist loadgroup`` (``make test``): every test of one real line on one worker.
 
-    Each worker then starts the shared cluster of its own line only. Tests of no real line are
-    spread one by one, as ``--dist load`` does. (pytest-xdist's own ``xdist_group`` marks do not
+    Each worker then starts the shared cluster of its own line only. The tests of ``SPARK_TESTS``
+    share one worker too (one Spark and one ingest for them all, not one per worker). Other tests
+    are spread one by one, as ``--dist load`` does. (pytest-xdist's own ``xdist_group`` marks do not
     reach its scheduler under pytest 9, which identifies nodes by ``Node._id``.)
     """
     if config.getvalue("dist") != "loadgroup":
@@ -114,7 +118,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class RealLineScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             line = real_line_of(nodeid)
-            return f"real-{line}" if line is not None else nodeid
+            if line is not None:
+                return f"real-{line}"
+            return "spark" if nodeid.startswith(SPARK_TESTS) else nodeid
 
     return RealLineScheduling(config, log)
 

@@ -96,6 +96,29 @@ def ingest(
             result.skipped.append(
                 {"input": r["capture"], "reason": r["skip_reason"], "count": 1, "bytes": r["skipped_bytes"]}
             )
+    stores = [p for k, p in found if k == "store"]
+    store_df = None
+    if stores:
+        store_df = spark.read.format("rocketmq-store").option("paths", ",".join(stores)).load().persist()
+        for r in store_df.filter(sf.col("skip_reason").isNotNull()).collect():
+            result.skipped.append(
+                {
+                    "input": f"{r['store']}/commitlog/{r['file']}",
+                    "reason": r["skip_reason"],
+                    "count": 1,
+                    "bytes": r["skipped_bytes"],
+                }
+            )
+    result.skipped = _merge(result.skipped)
+    if strict and result.skipped:
+        # Before anything is written: a strict ingest of damaged input leaves OUT as it was.
+        for s in result.skipped:
+            say(f"SKIPPED {s['input']}: {s['reason']} ({s['count']}x, {s['bytes']} bytes)")
+        for df in (records, store_df):
+            if df is not None:
+                df.unpersist()
+        raise IngestError(f"{len(result.skipped)} kinds of damage in the inputs (see above); --strict")
+    if records is not None:
         ordered = (
             records.filter(sf.col("type") > 0)
             .repartition(spark.sparkContext.defaultParallelism, "capture", "conn_id")
@@ -110,19 +133,8 @@ def ingest(
         _write(messages, out, "messages")
         ordered.unpersist()
         records.unpersist()
-    stores = [p for k, p in found if k == "store"]
-    if stores:
+    if store_df is not None:
         say("stores ...")
-        store_df = spark.read.format("rocketmq-store").option("paths", ",".join(stores)).load().persist()
-        for r in store_df.filter(sf.col("skip_reason").isNotNull()).collect():
-            result.skipped.append(
-                {
-                    "input": f"{r['store']}/commitlog/{r['file']}",
-                    "reason": r["skip_reason"],
-                    "count": 1,
-                    "bytes": r["skipped_bytes"],
-                }
-            )
         hour = sf.udf(lambda ms: hour_of(ms * 1_000_000) if ms is not None else None, "string")
         stored = store_df.filter(sf.col("skip_reason").isNull()).select(
             sf.element_at(sf.split(sf.col("store"), "/"), -1).alias("capture"),
@@ -145,7 +157,6 @@ def ingest(
         )
         _write(stored.select(*schemas.MESSAGES.names), out, "messages")
         store_df.unpersist()
-    result.skipped = _merge(result.skipped)
     spark.createDataFrame(result.skipped or [], schemas.ddl(schemas.SKIPS)).coalesce(1).write.mode(
         "overwrite"
     ).json(str(out / "skipped"))
@@ -159,8 +170,6 @@ def ingest(
     (out / "ingest.json").write_text(
         json.dumps({"inputs": list(inputs), "rows": result.rows, "skipped": result.skipped}, indent=2)
     )
-    if strict and result.skipped:
-        raise IngestError(f"{len(result.skipped)} kinds of damage in the inputs (see above); --strict")
     return result
 
 

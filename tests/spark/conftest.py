@@ -1,9 +1,18 @@
-"""One SparkSession per pytest process (local[2], bound to 127.0.0.1) for the ``spark`` tests."""
+"""One SparkSession per pytest process (local[2], bound to 127.0.0.1) for the ``spark`` tests, and one
+ingest shared by every test that only reads its tables.
+
+Starting Spark and warming its Python workers is most of what a small ingest costs, so the session
+ingests once: a synthetic capture, the same capture exported as a pcap, and a small capture with a
+truncated last record. ``make test`` keeps the tests of this directory on one xdist worker
+(``conformance/pytest_plugin.py``), so CI starts one Spark for them.
+"""
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,3 +28,35 @@ def spark() -> Iterator[Any]:
     session = spark_session("local[2]", app_name="rmqtwin-tests")
     yield session
     session.stop()
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """What the shared ingest read and where its tables are."""
+
+    capture: Path
+    """``c.rmqcap``: synthetic traffic (``synthesize(frames=1200, seed=11)``)."""
+    pcap: Path
+    """``c.pcap``: the same capture through ``to_pcap``."""
+    damaged: Path
+    """``d.rmqcap``: 100 frames, its last record cut short."""
+    out: Path
+    result: Any
+    """The ``IngestResult``."""
+
+
+@pytest.fixture(scope="session")
+def ingested(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Ingested:
+    from rmqtwin.proxy.pcap import to_pcap
+    from rmqtwin.proxy.synth import synthesize
+    from rmqtwin.spark.ingest import ingest
+
+    root = tmp_path_factory.mktemp("ingest")
+    capture, pcap, damaged = root / "c.rmqcap", root / "c.pcap", root / "d.rmqcap"
+    synthesize(capture, frames=1200, seed=11)
+    to_pcap(capture, pcap)
+    synthesize(damaged, frames=100, seed=6)
+    damaged.write_bytes(damaged.read_bytes()[:-3])
+    out = root / "tables"
+    result = ingest(spark, [str(capture), str(pcap), str(damaged)], out, progress=None)
+    return Ingested(capture, pcap, damaged, out, result)

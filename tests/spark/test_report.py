@@ -11,23 +11,18 @@ from typing import Any
 
 import pytest
 
-from rmqtwin.proxy.synth import synthesize
+from tests.spark.conftest import Ingested
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
 
 
-def test_report_renders_in_chromium_with_data_in_every_plot(spark: Any, tmp_path: Path) -> None:
-    from rmqtwin.spark.ingest import ingest
+def test_report_renders_in_chromium_with_data_in_every_plot(
+    spark: Any, ingested: Ingested, tmp_path: Path
+) -> None:
     from rmqtwin.spark.report import write_report
 
-    capture = tmp_path / "c.rmqcap"
-    synthesize(capture, frames=1500, seed=5)
-    damaged = tmp_path / "d.rmqcap"
-    synthesize(damaged, frames=100, seed=6)
-    damaged.write_bytes(damaged.read_bytes()[:-3])
-    ingest(spark, [str(capture), str(damaged)], tmp_path / "t", progress=None)
     page = tmp_path / "report.html"
-    data = write_report(spark, tmp_path / "t", page, json_out=tmp_path / "report.json")
+    data = write_report(spark, ingested.out, page, json_out=tmp_path / "report.json")
     text = page.read_text()
     assert not re.search(r'(src|href)="(?!data:)', text)  # nothing loaded from anywhere
     assert [(s["input"], s["reason"]) for s in data["skipped"]] == [("d.rmqcap", "truncated last record")]
