@@ -17,6 +17,11 @@ whole session shares one cluster per line wherever a test does not need a store 
   example into rmqtwin's own ``broker.conf`` when it runs the same scenario against both).
 - ``java_client``: a ``JavaClient`` for the same line as the test's ``real_rocketmq``
   (else 4.9); ``java_client_factory(version)`` for any line.
+- ``java_session``: one recorded session of the real Java client (``conformance/session.py``: every
+  send mode, a delay message, a transaction, push and lite-pull consumers, through ``rmqtwin proxy``
+  and ``tcpdump -i lo``) on the shared cluster of the test's ``real_rocketmq`` line, recorded once per
+  line and shared by every test that asks; ``java_session_factory(version)`` for any line. Read it,
+  never write into its files.
 
 Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) every test whose parameter id
 names a line (``[rocketmq-<line>]``: the ``real_rocketmq`` parameter; ``[real-<line>]``: a ``target``
@@ -46,9 +51,10 @@ from rmqtwin.conformance.runner import SHARED_BROKER_CONF
 if TYPE_CHECKING:
     from rmqtwin.conformance.java_client import JavaClient
     from rmqtwin.conformance.launcher import RealRocketMQ
+    from rmqtwin.conformance.session import JavaSession
 
 DEFAULT_VERSIONS = "4.9,5"
-REAL_FIXTURES = frozenset({"real_rocketmq", "real_rocketmq_factory"})
+REAL_FIXTURES = frozenset({"real_rocketmq", "real_rocketmq_factory", "java_session", "java_session_factory"})
 JAVA_FIXTURES = frozenset({"java_client", "java_client_factory"}) | REAL_FIXTURES
 
 # broker.conf settings every cluster of ``real_rocketmq_factory`` runs with, on top of the launcher's:
@@ -218,6 +224,41 @@ def java_client(
     if callspec is not None and "real_rocketmq" in callspec.params:
         version = str(callspec.params["real_rocketmq"])
     return java_client_factory(version)
+
+
+@pytest.fixture(scope="session")
+def java_session_factory(
+    real_rocketmq_factory: RealRocketMQFactory,
+    java_client_factory: Callable[[str], JavaClient],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[str], JavaSession]:
+    from rmqtwin.conformance.launcher import resolve_version
+    from rmqtwin.conformance.session import record_java_session
+
+    sessions: dict[str, JavaSession | Exception] = {}
+
+    def factory(version: str = "4.9") -> JavaSession:
+        line = resolve_version(version).line
+        session = sessions.get(line)
+        if session is None:  # a failed recording is not tried again by every later test
+            out = tmp_path_factory.mktemp(f"java-session-{line}")
+            try:
+                session = record_java_session(real_rocketmq_factory(line), java_client_factory(line), out)
+            except Exception as exc:
+                session = exc
+            sessions[line] = session
+        if isinstance(session, Exception):
+            raise session
+        return session
+
+    return factory
+
+
+@pytest.fixture
+def java_session(
+    real_rocketmq: RealRocketMQ, java_session_factory: Callable[[str], JavaSession]
+) -> JavaSession:
+    return java_session_factory(real_rocketmq.version.line)
 
 
 _counter = itertools.count()
