@@ -87,7 +87,7 @@ class TwinServer:
         if opts.role in ("both", "namesrv"):
             from rmqtwin.fakes.namesrv.controller import NamesrvController
 
-            self.namesrv = NamesrvController(self.reactor)
+            self.namesrv = NamesrvController(self.reactor, five=opts.config.five)
             factory = RemotingServerFactory(
                 self.namesrv.dispatcher, self.reactor, on_close=self.namesrv.channel_closed
             )

@@ -14,11 +14,12 @@ SCAN_NOT_ACTIVE_BROKER_INTERVAL = 10.0
 
 
 class NamesrvController:
-    def __init__(self, clock: IReactorTime, *, order_message_enable: bool = False) -> None:
+    def __init__(self, clock: IReactorTime, *, order_message_enable: bool = False, five: bool = True) -> None:
+        """``five``: the emulated line is 5.5 (else 4.9, whose name server leaves unknown codes alone)."""
         self.clock = clock
         self.routes = RouteInfoManager()
         self.processor = NamesrvProcessor(
-            self.routes, clock.seconds, order_message_enable=order_message_enable
+            self.routes, clock.seconds, order_message_enable=order_message_enable, five=five
         )
         self.dispatcher = self.processor.dispatcher
         self._scan: LoopingCall | None = None

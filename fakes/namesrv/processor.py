@@ -80,13 +80,16 @@ class NamesrvProcessor:
         *,
         order_message_enable: bool = False,
         config: dict[str, str] | None = None,
+        five: bool = True,
     ) -> None:
         self.routes = routes
         self.kv = KVConfigManager()
         self.clock = clock
         self.order_message_enable = order_message_enable
         self.config = config if config is not None else {"orderMessageEnable": "false"}
-        self.dispatcher = Dispatcher("namesrv")
+        # 4.9.7's DefaultRequestProcessor answers an unknown code with nothing; 5.5.0's with
+        # REQUEST_CODE_NOT_SUPPORTED (conformance/data/request-codes-*.json).
+        self.dispatcher = Dispatcher("namesrv", unknown_code_answer=five)
         table: dict[int, Callable[[Channel, RemotingCommand], RemotingCommand | None]] = {
             RequestCode.PUT_KV_CONFIG: self.put_kv_config,
             RequestCode.GET_KV_CONFIG: self.get_kv_config,
@@ -100,6 +103,9 @@ class NamesrvProcessor:
             RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic_in_namesrv,
             RequestCode.GET_TOPICS_BY_CLUSTER: self.get_topics_by_cluster,
             RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self.get_system_topic_list,
+            RequestCode.GET_UNIT_TOPIC_LIST: self.get_unit_topic_list,
+            RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: self.get_has_unit_sub_topic_list,
+            RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: self.get_has_unit_sub_ununit_topic_list,
             RequestCode.WIPE_WRITE_PERM_OF_BROKER: self.wipe_write_perm,
             RequestCode.ADD_WRITE_PERM_OF_BROKER: self.add_write_perm,
             RequestCode.QUERY_DATA_VERSION: self.query_data_version,
@@ -223,6 +229,17 @@ class NamesrvProcessor:
     def get_topics_by_cluster(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         cluster = decode_header(request, GetTopicsByClusterRequestHeader).cluster
         return response(body=TopicList(topic_list=self.routes.topics_by_cluster(cluster)).encode())
+
+    def get_unit_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        return response(body=TopicList(topic_list=self.routes.topics_by_sys_flag(True, False)).encode())
+
+    def get_has_unit_sub_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        return response(body=TopicList(topic_list=self.routes.topics_by_sys_flag(None, True)).encode())
+
+    def get_has_unit_sub_ununit_topic_list(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        return response(body=TopicList(topic_list=self.routes.topics_by_sys_flag(False, True)).encode())
 
     def get_system_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         return response(body=self.routes.system_topics().encode())

@@ -216,6 +216,18 @@ class RouteInfoManager:
     def all_topics(self) -> list[str]:
         return list(self.topic_queue_table)
 
+    def topics_by_sys_flag(self, unit: bool | None, unit_sub: bool) -> list[str]:
+        """``getUnitTopics`` / ``getHasUnitSubTopicList`` / ``getHasUnitSubUnUnitTopicList``: the first
+        queue data's ``topicSysFlag`` decides (bit 0 unit, bit 1 unit-sub); ``unit=None`` ignores bit 0."""
+        found = []
+        for topic, queues in self.topic_queue_table.items():
+            if not queues:
+                continue
+            flag = next(iter(queues.values())).topic_sys_flag
+            if (unit is None or bool(flag & 1) == unit) and (not unit_sub or flag & 2):
+                found.append(topic)
+        return found
+
     def topics_by_cluster(self, cluster: str) -> list[str]:
         names = self.cluster_addr_table.get(cluster, set())
         return [t for t, queues in self.topic_queue_table.items() if any(n in queues for n in names)]
