@@ -120,6 +120,21 @@ def require(value: T | None, wire: str) -> T:
     return value
 
 
+NULL_KEY_NPE = (
+    'java.lang.NullPointerException: Cannot invoke "Object.hashCode()" because "key" is null, '
+    "java.base/java.util.concurrent.ConcurrentHashMap.get(ConcurrentHashMap.java:936)"
+)
+"""What both real lines (JDK 17) answer when a missing header field is first used as a table key."""
+
+
+def require_key(value: T | None, wire: str) -> T:
+    """A required header field the Java processor first looks up in a ``ConcurrentHashMap`` (an NPE
+    with the JDK's message, as real 4.9.7 and 5.5.0 answer a request without it)."""
+    if value is None:
+        raise HeaderFieldError(f"the custom field <{wire}> is null", wire, NULL_KEY_NPE)
+    return value
+
+
 def request_command(
     code: int,
     ext_fields: CommandCustomHeader | Mapping[str, Any] | None = None,

@@ -45,7 +45,7 @@ from rmqtwin.fakes.broker.attributes import (
 )
 from rmqtwin.fakes.broker.groups import with_5x_defaults
 from rmqtwin.fakes.broker.topics import is_system_topic, parameter_error, validate_topic
-from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, response
+from rmqtwin.fakes.dispatch import NOT_SET_REMARK, NULL_KEY_NPE, Channel, decode_header, response
 from rmqtwin.store_mirror.config import TopicConfig
 
 if TYPE_CHECKING:
@@ -331,7 +331,7 @@ class AdminProcessor:
         group = decode_header(request, GetSubscriptionGroupConfigRequestHeader, strict=False).group
         if group is None:
             # 5.5.0 does not check the field: its group table lookup fails on the null.
-            return response(ResponseCode.SYSTEM_ERROR, _NULL_KEY_NPE)
+            return response(ResponseCode.SYSTEM_ERROR, NULL_KEY_NPE)
         config = self.broker.groups.find(group)
         if config is None:
             return response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker")
@@ -346,12 +346,6 @@ class AdminProcessor:
             for queue_id, offset in offsets.query_offsets(src, name).items():
                 offsets.commit_offset(dest, name, queue_id, offset)
         return response()
-
-
-_NULL_KEY_NPE = (
-    'java.lang.NullPointerException: Cannot invoke "Object.hashCode()" because "key" is null, '
-    "java.base/java.util.concurrent.ConcurrentHashMap.get(ConcurrentHashMap.java:936)"
-)
 
 
 def _not_supported(request: RemotingCommand) -> RemotingCommand:

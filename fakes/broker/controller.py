@@ -29,6 +29,7 @@ from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable, OffsetProcessor
 from rmqtwin.fakes.broker.pop import PopProcessor
 from rmqtwin.fakes.broker.pull import PullProcessor
 from rmqtwin.fakes.broker.query import QueryProcessor
+from rmqtwin.fakes.broker.relay import ClientRelayProcessor
 from rmqtwin.fakes.broker.schedule import ScheduleMessageService
 from rmqtwin.fakes.broker.send import SendProcessor
 from rmqtwin.fakes.broker.stats import BrokerStats
@@ -99,6 +100,7 @@ class BrokerController:
         self.client_manage = ClientManageProcessor(self)
         self.admin = AdminProcessor(self)
         self.query = QueryProcessor(self)
+        self.relay = ClientRelayProcessor(self)
         self.dispatcher = self._build_dispatcher()
         self.acl = self._enable_acl() if config.acl_enable else None
         self.namesrv = NamesrvClient(self, reactor) if reactor is not None else None
@@ -179,6 +181,10 @@ class BrokerController:
             RequestCode.GET_TOPIC_CONFIG: self.admin.get_topic_config,
             RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: self.admin.get_subscription_group,
             RequestCode.CLONE_GROUP_OFFSET: self.admin.clone_group_offset,
+            RequestCode.GET_CONSUMER_RUNNING_INFO: self.relay.get_consumer_running_info,
+            RequestCode.CONSUME_MESSAGE_DIRECTLY: self.relay.consume_message_directly,
+            RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: self.relay.get_consumer_status,
+            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.relay.reset_offset,
             RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: lambda _, __: broker_cluster_acl_config(self.acl),
         }
         for code, handler in table.items():

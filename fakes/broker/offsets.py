@@ -40,6 +40,8 @@ class ConsumerOffsetTable(ConsumerOffsetManager):
     def __init__(self, store_dir: str) -> None:
         super().__init__(store_dir)
         self.dirty = False
+        self.reset_offsets: dict[str, dict[int, int]] = {}
+        """5.x server-side resets not yet seen by a pull: ``topic@group`` → queueId → offset."""
 
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         super().commit_offset(group, topic, queue_id, offset)
@@ -54,6 +56,21 @@ class ConsumerOffsetTable(ConsumerOffsetManager):
     def clean_offset_by_topic(self, topic: str) -> None:
         super().clean_offset_by_topic(topic)
         self.dirty = True
+
+    def assign_reset_offset(self, topic: str, group: str, queue_id: int, offset: int) -> None:
+        """5.x ``assignResetOffset``: the offset is committed and remembered until the queue's next pull."""
+        if not topic or not group or queue_id < 0 or offset < 0:
+            return
+        self.reset_offsets.setdefault(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {})[queue_id] = offset
+        self.commit_offset(group, topic, queue_id, offset)
+
+    def query_then_erase_reset_offset(self, topic: str, group: str, queue_id: int) -> int | None:
+        if not self.reset_offsets:
+            return None
+        return self.reset_offsets.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {}).pop(queue_id, None)
+
+    def has_offset_reset(self, topic: str, group: str, queue_id: int) -> bool:
+        return queue_id in self.reset_offsets.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {})
 
 
 class OffsetProcessor:
@@ -76,6 +93,11 @@ class OffsetProcessor:
 
     def update_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, UpdateConsumerOffsetRequestHeader)
+        offsets = self.broker.offsets
+        topic, group = header.topic, header.consumer_group
+        if offsets.reset_offsets and offsets.has_offset_reset(topic, group, header.queue_id):
+            # 5.x: a server-side reset not yet pulled wins over the client's older offset.
+            return response(remark="Offset has been previously reset", ext_fields=EmptyHeader())
         self.broker.offsets.commit_offset(
             header.consumer_group, header.topic, header.queue_id, header.commit_offset
         )

@@ -285,6 +285,18 @@ class PullProcessor:
 
         queue_offset = require(header.queue_offset, "queueOffset")
         max_msg_nums = require(header.max_msg_nums, "maxMsgNums")
+        if broker.config.five:
+            reset = broker.offsets.query_then_erase_reset_offset(topic, group, queue_id)
+            if reset is not None:
+                # 5.x useServerSideResetOffset: the queue was reset (INVOKE_BROKER_TO_RESET_OFFSET); the
+                # client moves its pull offset there (OFFSET_RESET answered as PULL_OFFSET_MOVED).
+                moved = PullMessageResponseHeader(
+                    suggest_which_broker_id=0,
+                    next_begin_offset=reset,
+                    min_offset=broker.store.get_min_offset_in_queue(topic, queue_id),
+                    max_offset=broker.store.get_max_offset_in_queue(topic, queue_id),
+                )
+                return response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", moved)
         store_offset = allow_suspend and has_commit and broker.config.broker_role != "SLAVE"
         commit_offset = require(header.commit_offset, "commitOffset") if store_offset else 0
         result = broker.store.get_message(group, topic, queue_id, queue_offset, max_msg_nums, message_filter)

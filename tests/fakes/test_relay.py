@@ -1,0 +1,147 @@
+"""Broker → client relays in memory: an admin connection asks, a consumer connection answers (or not).
+
+The same requests against the real Java client and real 4.9.7 / 5.5.0 are in test_java_admin.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from twisted.internet.task import Clock
+
+from rmqtwin.codec.bodies import GetConsumerStatusBody, MessageQueue, ResetOffsetBody
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.command import create_response
+from rmqtwin.fakes.dispatch import NULL_KEY_NPE
+from rmqtwin.fakes.namesrv.controller import NamesrvController
+from tests.fakes.helpers import Peer, make_broker, send_v2
+from tests.fakes.test_broker import heartbeat, peer, pull_header
+
+
+@pytest.fixture(params=["4.9", "5.5"])
+def env(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
+    clock = Clock()
+    clock.advance(1_700_000_000)
+    broker = make_broker(tmp_path, clock, rocketmq_version=request.param)
+    yield broker, clock
+    broker.shutdown()
+
+
+def answer(consumer: Peer, code: int, body: bytes | None = None) -> None:
+    """The consumer answers the last request the broker sent it."""
+    asked = consumer.requests_from_server[-1]
+    consumer.client.send_response(asked, create_response(asked, code, body=body))
+    consumer.proto.dataReceived(consumer.client.data_to_send())
+
+
+def test_consumer_running_info_is_relayed_to_the_client_and_back(env: Any) -> None:
+    broker, clock = env
+    consumer, admin = peer(broker, clock), peer(broker, clock)
+    heartbeat(consumer, "g1", "T1", client_id="127.0.0.1@c1")
+    consumer.requests_from_server.clear()
+    ext = {"consumerGroup": "g1", "clientId": "127.0.0.1@c1", "jstackEnable": "false"}
+    opaque = admin.send(RequestCode.GET_CONSUMER_RUNNING_INFO, ext)
+    assert admin.responses() == []
+    consumer.responses()
+    relayed = consumer.requests_from_server[-1]
+    assert relayed.code == RequestCode.GET_CONSUMER_RUNNING_INFO and relayed.ext_fields == ext
+    answer(consumer, ResponseCode.SUCCESS, b'{"properties":{"a":"b"}}')
+    (got,) = [r for r in admin.responses() if r.opaque == opaque]
+    assert (got.code, got.body) == (ResponseCode.SUCCESS, b'{"properties":{"a":"b"}}')
+
+
+def test_relay_to_an_unknown_or_silent_client(env: Any) -> None:
+    broker, clock = env
+    consumer, admin = peer(broker, clock), peer(broker, clock)
+    heartbeat(consumer, "g1", "T1", client_id="127.0.0.1@c1")
+    gone = admin.call(RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "g1", "clientId": "nobody"})
+    assert (gone.code, gone.remark) == (ResponseCode.SYSTEM_ERROR, "The Consumer <g1> <nobody> not online")
+    no_group = admin.call(RequestCode.GET_CONSUMER_RUNNING_INFO, {"clientId": "x"})
+    assert (no_group.code, no_group.remark) == (ResponseCode.SYSTEM_ERROR, NULL_KEY_NPE)
+    opaque = admin.send(
+        RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "g1", "clientId": "127.0.0.1@c1"}
+    )
+    clock.advance(10)
+    (late,) = [r for r in admin.responses() if r.opaque == opaque]
+    assert late.code == ResponseCode.CONSUME_MSG_TIMEOUT
+    assert (late.remark or "").startswith("consumer <g1> <127.0.0.1@c1> Timeout: ")
+    no_ext = admin.call(RequestCode.CONSUME_MESSAGE_DIRECTLY)
+    assert no_ext.code == ResponseCode.SYSTEM_ERROR and "getExtFields()" in (no_ext.remark or "")
+
+
+def test_consume_message_directly_carries_the_stored_record(env: Any) -> None:
+    broker, clock = env
+    consumer, admin = peer(broker, clock), peer(broker, clock)
+    sent = send_v2(admin, "T2", b"hello")
+    heartbeat(consumer, "g2", "T2", client_id="127.0.0.1@c2")
+    consumer.requests_from_server.clear()
+    msg_id = sent.ext_fields["msgId"]
+    ext = {"consumerGroup": "g2", "clientId": "127.0.0.1@c2", "msgId": msg_id}
+    admin.send(RequestCode.CONSUME_MESSAGE_DIRECTLY, ext)
+    consumer.responses()
+    relayed = consumer.requests_from_server[-1]
+    assert relayed.ext_fields == {**ext, "brokerName": "broker-a"}
+    assert b"hello" in (relayed.body or b"")
+
+
+def test_consumer_status_gathers_each_members_queues(env: Any) -> None:
+    broker, clock = env
+    consumer, admin = peer(broker, clock), peer(broker, clock)
+    heartbeat(consumer, "g3", "T3", client_id="127.0.0.1@c3")
+    consumer.requests_from_server.clear()
+    opaque = admin.send(RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, {"topic": "T3", "group": "g3"})
+    consumer.responses()
+    assert consumer.requests_from_server[-1].code == RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT
+    mq = MessageQueue(topic="T3", broker_name="broker-a", queue_id=0)
+    answer(consumer, ResponseCode.SUCCESS, GetConsumerStatusBody(message_queue_table={mq: 7}).encode())
+    (got,) = [r for r in admin.responses() if r.opaque == opaque]
+    assert GetConsumerStatusBody.decode(got.body or b"").consumer_table == {"127.0.0.1@c3": {mq: 7}}
+    missing = admin.call(RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, {"topic": "T3", "group": "nope"})
+    assert missing.code == ResponseCode.SYSTEM_ERROR and "getConsumerGroupInfo" in (missing.remark or "")
+
+
+def test_reset_offset_as_each_line_does_it(env: Any) -> None:
+    broker, clock = env
+    consumer, admin = peer(broker, clock), peer(broker, clock)
+    for n in range(3):
+        send_v2(admin, "T4", f"m{n}".encode())
+    heartbeat(consumer, "g4", "T4", client_id="127.0.0.1@c4")
+    broker.groups.find("g4")  # auto-created, as the first pull creates it
+    for queue_id in range(4):
+        broker.offsets.commit_offset(
+            "g4", "T4", queue_id, broker.store.get_max_offset_in_queue("T4", queue_id)
+        )
+    consumer.requests_from_server.clear()
+    ext = {"topic": "T4", "group": "g4", "timestamp": "0", "isForce": "true"}
+    reset = admin.call(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
+    assert reset.code == ResponseCode.SUCCESS
+    table = ResetOffsetBody.decode(reset.body or b"").offset_table
+    assert set(table.values()) == {0}
+    consumer.responses()
+    if not broker.config.five:
+        told = consumer.requests_from_server[-1]
+        assert told.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET and told.is_oneway
+        assert ResetOffsetBody.decode(told.body or b"").offset_table == table
+        return
+    # 5.5: the next pull of a reset queue moves the client there.
+    queue = next(q for q in range(4) if broker.store.get_max_offset_in_queue("T4", q) > 0)
+    moved = consumer.call(RequestCode.PULL_MESSAGE, pull_header("g4", "T4", 1, queue_id=queue, sys_flag=0))
+    assert (moved.code, moved.remark) == (ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET")
+    assert (moved.ext_fields or {})["nextBeginOffset"] == "0"
+    again = consumer.call(RequestCode.PULL_MESSAGE, pull_header("g4", "T4", 0, queue_id=queue, sys_flag=0))
+    assert again.code == ResponseCode.SUCCESS
+    unknown = admin.call(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {**ext, "group": "never-seen"})
+    assert unknown.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+
+
+def test_the_4_9_name_server_leaves_unknown_codes_unanswered() -> None:
+    clock = Clock()
+    for five, expected in ((True, [ResponseCode.REQUEST_CODE_NOT_SUPPORTED]), (False, [])):
+        namesrv = NamesrvController(clock, five=five)
+        client = Peer(namesrv.dispatcher, clock)
+        client.send(RequestCode.GET_CONSUMER_RUNNING_INFO)
+        assert [r.code for r in client.responses()] == expected
+        unit = client.call(RequestCode.GET_UNIT_TOPIC_LIST)
+        assert orjson.loads(unit.body or b"") == {"topicList": []}
