@@ -170,6 +170,10 @@ class MessageStore(Protocol):
 
     def delete_topics(self, topics: Iterable[str]) -> int: ...
 
+    def get_topics(self) -> list[str]: ...
+
+    def delete_expired_files(self, force: bool = False, now_ms: int | None = None) -> int: ...
+
 
 class FlushDriver(Protocol):
     """Runs a writable store's flushing (``store_mirror.flush.TwistedFlushDriver`` on a reactor).

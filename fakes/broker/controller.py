@@ -23,6 +23,7 @@ from rmqtwin.fakes.broker.acl import PlainAclService, broker_cluster_acl_config
 from rmqtwin.fakes.broker.admin import AdminProcessor
 from rmqtwin.fakes.broker.client_manage import ClientManageProcessor, notify_consumer_ids_changed
 from rmqtwin.fakes.broker.clients import ConsumerManager, ProducerManager, RebalanceLockManager
+from rmqtwin.fakes.broker.consume_admin import ConsumeAdminProcessor
 from rmqtwin.fakes.broker.filter import ConsumerFilterProcessor
 from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
 from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable, OffsetProcessor
@@ -101,6 +102,7 @@ class BrokerController:
         self.admin = AdminProcessor(self)
         self.query = QueryProcessor(self)
         self.relay = ClientRelayProcessor(self)
+        self.consume_admin = ConsumeAdminProcessor(self)
         self.dispatcher = self._build_dispatcher()
         self.acl = self._enable_acl() if config.acl_enable else None
         self.namesrv = NamesrvClient(self, reactor) if reactor is not None else None
@@ -185,6 +187,13 @@ class BrokerController:
             RequestCode.CONSUME_MESSAGE_DIRECTLY: self.relay.consume_message_directly,
             RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: self.relay.get_consumer_status,
             RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.relay.reset_offset,
+            RequestCode.GET_ALL_CONSUMER_OFFSET: self.consume_admin.get_all_consumer_offset,
+            RequestCode.GET_ALL_DELAY_OFFSET: self.consume_admin.get_all_delay_offset,
+            RequestCode.QUERY_CONSUME_TIME_SPAN: self.consume_admin.query_consume_time_span,
+            RequestCode.QUERY_CORRECTION_OFFSET: self.consume_admin.query_correction_offset,
+            RequestCode.GET_BROKER_CONSUME_STATS: self.consume_admin.get_broker_consume_stats,
+            RequestCode.CLEAN_UNUSED_TOPIC: self.consume_admin.clean_unused_topic,
+            RequestCode.DELETE_EXPIRED_COMMITLOG: self.consume_admin.delete_expired_commitlog,
             RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: lambda _, __: broker_cluster_acl_config(self.acl),
         }
         for code, handler in table.items():

@@ -11,6 +11,7 @@ import orjson
 import pytest
 from twisted.internet.task import Clock
 
+from rmqtwin.codec import fastjson
 from rmqtwin.codec.bodies import GetConsumerStatusBody, MessageQueue, ResetOffsetBody
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.command import create_response
@@ -145,3 +146,30 @@ def test_the_4_9_name_server_leaves_unknown_codes_unanswered() -> None:
         assert [r.code for r in client.responses()] == expected
         unit = client.call(RequestCode.GET_UNIT_TOPIC_LIST)
         assert orjson.loads(unit.body or b"") == {"topicList": []}
+
+
+def test_offset_tables_time_spans_and_broker_consume_stats(env: Any) -> None:
+    broker, clock = env
+    admin = peer(broker, clock)
+    for n in range(2):
+        send_v2(admin, "T5", f"m{n}".encode())
+    broker.groups.find("g5")
+    broker.offsets.commit_offset("g5", "T5", 0, 1)
+    offsets = fastjson.loads(admin.call(RequestCode.GET_ALL_CONSUMER_OFFSET).body or b"")
+    assert offsets["offsetTable"]["T5@g5"] == {0: 1}
+    assert ("dataVersion" in offsets) == broker.config.five
+    delay = admin.call(RequestCode.GET_ALL_DELAY_OFFSET)
+    assert delay.code == ResponseCode.SUCCESS and b"offsetTable" in (delay.body or b"")
+    span = admin.call(RequestCode.QUERY_CONSUME_TIME_SPAN, {"topic": "T5", "group": "g5"})
+    spans = fastjson.loads(span.body or b"")["consumeTimeSpanSet"]
+    assert len(spans) == 4 and spans[0]["consumeTimeStamp"] == spans[0]["maxTimeStamp"] > 0
+    missing = admin.call(RequestCode.QUERY_CONSUME_TIME_SPAN, {"topic": "Nope", "group": "g5"})
+    assert (missing.code, missing.remark) == (ResponseCode.TOPIC_NOT_EXIST, "topic[Nope] not exist")
+    stats = admin.call(RequestCode.GET_BROKER_CONSUME_STATS, {"isOrder": "false"}).body or b""
+    assert b'"totalDiff":1' in stats and b"g5" in stats
+    correction = admin.call(RequestCode.QUERY_CORRECTION_OFFSET, {"topic": "T5", "compareGroup": "other"})
+    assert fastjson.loads(correction.body or b"") == {"correctionOffsets": {0: 1}}
+    broker.topics.delete("T5")
+    assert admin.call(RequestCode.CLEAN_UNUSED_TOPIC).code == ResponseCode.SUCCESS
+    assert "T5" not in broker.store.get_topics()
+    assert admin.call(RequestCode.DELETE_EXPIRED_COMMITLOG).code == ResponseCode.SUCCESS

@@ -1,0 +1,176 @@
+"""The admin reads of offsets and consume progress, and the store maintenance requests, of 4.9.8's and
+5.5.0's ``AdminBrokerProcessor``: GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET, QUERY_CONSUME_TIME_SPAN,
+QUERY_CORRECTION_OFFSET, GET_BROKER_CONSUME_STATS (``mqadmin brokerConsumeStats``), CLEAN_UNUSED_TOPIC,
+DELETE_EXPIRED_COMMITLOG.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rmqtwin.codec import fastjson
+from rmqtwin.codec.bodies import (
+    ConsumerOffsetSerializeWrapper,
+    DataVersion,
+    MessageQueue,
+    QueryConsumeTimeSpanBody,
+    QueueTimeSpan,
+)
+from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.codec.headers import (
+    GetConsumeStatsInBrokerHeader,
+    QueryConsumeTimeSpanRequestHeader,
+    QueryCorrectionOffsetHeader,
+)
+from rmqtwin.fakes.dispatch import Channel, decode_header, require_key, response
+from rmqtwin.store_mirror.config import TOPIC_GROUP_SEPARATOR
+
+if TYPE_CHECKING:
+    from rmqtwin.codec.command import RemotingCommand
+    from rmqtwin.fakes.broker.controller import BrokerController
+
+LONG_MAX = 2**63 - 1
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+
+
+class ConsumeAdminProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def _mq(self, topic: str, queue_id: int) -> MessageQueue:
+        return MessageQueue(topic=topic, broker_name=self.broker.config.broker_name, queue_id=queue_id)
+
+    def _data_version(self) -> DataVersion | None:
+        """5.x offset managers carry a DataVersion; 4.9's have none."""
+        if not self.broker.config.five:
+            return None
+        version = self.broker.config_data_version
+        return DataVersion(counter=version.counter, timestamp=version.timestamp)
+
+    # -- whole tables -------------------------------------------------------------------------------
+    def get_all_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """The ``consumerOffset.json`` content (a slave copies it from its master)."""
+        wrapper = ConsumerOffsetSerializeWrapper(
+            offset_table=self.broker.offsets.offset_table, data_version=self._data_version()
+        )
+        return response(body=wrapper.encode())
+
+    def get_all_delay_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """The ``delayOffset.json`` content."""
+        body: dict[str, Any] = {"offsetTable": self.broker.schedule.offset_table}
+        version = self._data_version()
+        if version is not None:
+            body["dataVersion"] = version
+        return response(body=fastjson.dumps(body, quote_int_keys=False, sort_map_keys=True))
+
+    # -- progress ---------------------------------------------------------------------------------
+    def query_consume_time_span(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = decode_header(request, QueryConsumeTimeSpanRequestHeader, strict=False)
+        broker, store = self.broker, self.broker.store
+        topic = require_key(header.topic, "topic")
+        config = broker.topics.get(topic)
+        if config is None:
+            return response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        spans = []
+        group = require_key(header.group, "group")
+        for queue_id in range(config.write_queue_nums):
+            min_time = store.get_earliest_message_time(topic, queue_id)
+            high = store.get_max_offset_in_queue(topic, queue_id)
+            consumer_offset = broker.offsets.query_offset(group, topic, queue_id)
+            if consumer_offset > 0:
+                consume_time = store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
+            else:
+                consume_time = min_time
+            delay = 0
+            if consumer_offset < high:
+                delay = broker.now_ms() - store.get_message_store_timestamp(topic, queue_id, consumer_offset)
+            spans.append(
+                QueueTimeSpan(
+                    message_queue=self._mq(topic, queue_id),
+                    min_time_stamp=min_time,
+                    max_time_stamp=store.get_message_store_timestamp(topic, queue_id, high - 1),
+                    consume_time_stamp=consume_time,
+                    delay_time=delay,
+                )
+            )
+        return response(body=QueryConsumeTimeSpanBody(consume_time_span_set=spans).encode())
+
+    def query_correction_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """``queryMinOffsetInAllGroup`` (the groups in ``filterGroups`` left out), then any queue the compare
+        group has not reached yet is answered Long.MAX_VALUE. Java removes the filtered groups' offsets
+        from its live table while it looks (a bug); the twin only leaves them out."""
+        header = decode_header(request, QueryCorrectionOffsetHeader, strict=False)
+        broker, offsets = self.broker, self.broker.offsets
+        topic = header.topic
+        filters = header.filter_groups or ""
+        skipped = set(filters.split(",")) if filters.strip() else set()
+        lowest: dict[int, int] = {}
+        for key, queues in offsets.offset_table.items():
+            key_topic, _, key_group = key.partition(TOPIC_GROUP_SEPARATOR)
+            if key_group in skipped or key_topic != require_key(topic, "topic"):
+                continue
+            for queue_id, offset in queues.items():
+                if offset >= broker.store.get_min_offset_in_queue(key_topic, queue_id):
+                    lowest[queue_id] = min(offset, lowest.get(queue_id, LONG_MAX))
+        compare = offsets.query_offsets(header.compare_group or "", topic or "")
+        for queue_id, offset in compare.items():
+            if queue_id in lowest:
+                lowest[queue_id] = LONG_MAX if lowest[queue_id] > offset else lowest[queue_id]
+        body = {"correctionOffsets": lowest}
+        return response(body=fastjson.dumps(body, quote_int_keys=False, sort_map_keys=True))
+
+    def get_broker_consume_stats(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """``fetchAllConsumeStatsInBroker``: per subscription group, the ConsumeStats of each topic it
+        committed offsets for (orderly topics only with ``isOrder``)."""
+        header = decode_header(request, GetConsumeStatsInBrokerHeader, strict=False)
+        broker, store = self.broker, self.broker.store
+        stats_list: list[dict[str, Any]] = []
+        total_diff = 0
+        for group in list(broker.groups.table):
+            per_topic: list[dict[str, Any]] = []
+            for topic in sorted(broker.offsets.which_topic_by_consumer(group)):
+                config = broker.topics.get(topic)
+                if config is None or (header.is_order and not config.order):
+                    continue
+                online = broker.consumers.groups.get(group)
+                if online is not None and online.subscriptions and topic not in online.subscriptions:
+                    continue
+                table: dict[Any, Any] = {}
+                for queue_id in range(config.write_queue_nums):
+                    broker_offset = max(0, store.get_max_offset_in_queue(topic, queue_id))
+                    consumer_offset = max(0, broker.offsets.query_offset(group, topic, queue_id))
+                    last = 0
+                    if consumer_offset - 1 >= 0:
+                        last = max(0, store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1))
+                    mq = fastjson.ObjectKey(
+                        {"brokerName": broker.config.broker_name, "queueId": queue_id, "topic": topic}
+                    )
+                    table[mq] = {
+                        "brokerOffset": broker_offset,
+                        "consumerOffset": consumer_offset,
+                        "lastTimestamp": last,
+                    }
+                    total_diff += broker_offset - consumer_offset
+                per_topic.append({"consumeTps": 0.0, "offsetTable": table})
+            stats_list.append({group: per_topic})
+        body = {
+            "brokerAddr": f"{broker.config.broker_ip1}:{broker.config.listen_port}",
+            "consumeStatsList": stats_list,
+            "totalDiff": total_diff,
+        }
+        return response(body=fastjson.dumps(body, quote_int_keys=False, sort_map_keys=True))
+
+    # -- maintenance ------------------------------------------------------------------------------
+    def clean_unused_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """``cleanUnusedTopic``: the consume queues of topics no longer in the topic table go."""
+        keep = set(self.broker.topics.table) | {SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC}
+        unused = [t for t in self.broker.store.get_topics() if t not in keep]
+        if unused:
+            self.broker.store.delete_topics(unused)
+        return response()
+
+    def delete_expired_commitlog(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """``executeDeleteFilesManually``: commitlog files past ``fileReservedTime`` go now."""
+        self.broker.store.delete_expired_files()
+        return response()
