@@ -2,10 +2,10 @@
 each line (with that line's client and tools) and real 4.9.7 / 5.5.0 on the suite's shared clusters.
 
 One test per target runs a live push consumer and, against it, ``consumerStatus``
-(GET_CONSUMER_RUNNING_INFO), ``queryMsgById -g -d`` (CONSUME_MESSAGE_DIRECTLY), INVOKE_BROKER_TO_GET_CONSUMER_STATUS (no mqadmin
-subcommand sends it) and ``resetOffsetByTime`` (INVOKE_BROKER_TO_RESET_OFFSET: the running consumer gets every message again),
-then the same requests with bad input as raw requests. Every assertion is a literal the twin and the real
-broker must both meet.
+(GET_CONSUMER_RUNNING_INFO), ``queryMsgById -g -d`` (CONSUME_MESSAGE_DIRECTLY),
+INVOKE_BROKER_TO_GET_CONSUMER_STATUS (no mqadmin subcommand sends it) and ``resetOffsetByTime``
+(INVOKE_BROKER_TO_RESET_OFFSET: the running consumer gets every message again), then the same requests
+with bad input as raw requests. Every assertion is a literal the twin and the real broker must both meet.
 """
 
 from __future__ import annotations
