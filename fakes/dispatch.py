@@ -150,12 +150,15 @@ def request_command(
     )
 
 
-FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
+FAQ_URL_4 = "http://rocketmq.apache.org/docs/faq/"
+FAQ_URL_5 = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+"""``FAQUrl``'s links (every constant of a line is the same page): 4.9.x's and 5.x's."""
 
 
-def suggest_todo(url: str = FAQ_URL) -> str:
-    """``FAQUrl.suggestTodo``: the hint the Java servers append to some remarks."""
-    return f"\nSee {url} for further details."
+def suggest_todo(five: bool) -> str:
+    """``FAQUrl.suggestTodo``: the hint the Java servers append to some remarks, linking the emulated
+    line's FAQ."""
+    return f"\nSee {FAQ_URL_5 if five else FAQ_URL_4} for further details."
 
 
 def _ext_str(value: Any) -> str:

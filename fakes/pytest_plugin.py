@@ -217,9 +217,13 @@ def _drain(process: subprocess.Popen[str], output: list[str]) -> None:
 
 
 def start_inprocess(
-    store_dir: str, *, broker_conf: dict[str, Any] | None = None, broker_name: str = "broker-a"
+    store_dir: str,
+    *,
+    broker_conf: dict[str, Any] | None = None,
+    broker_name: str = "broker-a",
+    rocketmq_version: str = "5.5",
 ) -> RunningTwin:
-    """The fake on pytest-twisted's reactor, in this process."""
+    """The fake on pytest-twisted's reactor, in this process, answering as ``rocketmq_version``'s line."""
     import pytest_twisted
     from twisted.internet import reactor
 
@@ -231,6 +235,7 @@ def start_inprocess(
     config.update(
         {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (broker_conf or {}).items()}
     )
+    config.rocketmq_version = rocketmq_version
     options = ServeOptions(
         host="127.0.0.1",
         namesrv_port=0,
@@ -282,8 +287,9 @@ class RocketMQFactory:
             cleanup = store_dir
         chosen = mode or self.mode
         if chosen == "inprocess" and "pytest_twisted" in sys.modules:
-            twin = start_inprocess(store_dir, broker_conf=broker_conf, broker_name=broker_name)
-            twin.server.options.config.rocketmq_version = version
+            twin = start_inprocess(
+                store_dir, broker_conf=broker_conf, broker_name=broker_name, rocketmq_version=version
+            )
         else:
             twin = start_subprocess(
                 store_dir,

@@ -19,6 +19,7 @@ from rmqtwin.codec.codes import RequestCode, ResponseCode, language_name
 from rmqtwin.codec.headers import (
     EmptyHeader,
     GetConsumerListByGroupRequestHeader,
+    HeartbeatResponseHeader,
     NotifyConsumerIdsChangedRequestHeader,
     UnregisterClientRequestHeader,
 )
@@ -72,7 +73,10 @@ class ClientManageProcessor:
             )
         for producer in data.get("producerDataSet") or []:
             broker.producers.register(producer["groupName"], info)
-        return response()
+        if not broker.config.five:
+            return response()
+        # 5.x offers heartbeat v2 to every client of the v1 path, and reports the subscription changed
+        return response(ext_fields=HeartbeatResponseHeader(is_support_heart_beat_v2=True, is_sub_change=True))
 
     def unregister_client(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         broker = self.broker

@@ -163,7 +163,7 @@ class PopProcessor:
         if topic_config is None:
             return response(
                 ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {suggest_todo()}",
+                f"topic[{topic}] not exist, apply first please! {suggest_todo(broker.config.five)}",
             )
         if not is_readable(topic_config.perm):
             return response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden")
@@ -177,7 +177,7 @@ class PopProcessor:
         if group_config is None:
             return response(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group [{group}] does not exist, {suggest_todo()}",
+                f"subscription group [{group}] does not exist, {suggest_todo(broker.config.five)}",
             )
         if not group_config.consume_enable:
             return response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
@@ -350,7 +350,7 @@ class PopProcessor:
         if config is None:
             return response(
                 ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {suggest_todo()}",
+                f"topic[{topic}] not exist, apply first please! {suggest_todo(broker.config.five)}",
             )
         if queue_id >= config.read_queue_nums or queue_id < 0:
             return response(

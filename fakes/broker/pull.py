@@ -206,7 +206,7 @@ class PullProcessor:
         if group_config is None:
             return response(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group [{group}] does not exist, {suggest_todo()}",
+                f"subscription group [{group}] does not exist, {suggest_todo(broker.config.five)}",
             )
         if not group_config.consume_enable:
             return response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
@@ -221,7 +221,7 @@ class PullProcessor:
         if topic_config is None:
             return response(
                 ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {suggest_todo()}",
+                f"topic[{topic}] not exist, apply first please! {suggest_todo(broker.config.five)}",
             )
         if not is_readable(topic_config.perm):
             return response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
@@ -249,7 +249,7 @@ class PullProcessor:
             if group_info is None:
                 return response(
                     ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                    f"the consumer's group info not exist{suggest_todo()}",
+                    f"the consumer's group info not exist{suggest_todo(broker.config.five)}",
                 )
             if not group_config.consume_broadcast_enable and group_info.message_model == "BROADCASTING":
                 return response(
@@ -260,7 +260,7 @@ class PullProcessor:
             if found is None:
                 return response(
                     ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                    f"the consumer's subscription not exist{suggest_todo()}",
+                    f"the consumer's subscription not exist{suggest_todo(broker.config.five)}",
                 )
             if int(found.get("subVersion", 0)) < require(header.sub_version, "subVersion"):
                 return response(
@@ -307,6 +307,9 @@ class PullProcessor:
             min_offset=result.min_offset,
             max_offset=result.max_offset,
         )
+        if broker.config.five:  # composeResponseHeader (5.x) reports both flags on every store answer
+            answer_header.topic_sys_flag = topic_config.topic_sys_flag
+            answer_header.group_sys_flag = group_config.group_sys_flag or 0
         if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
             code = ResponseCode.PULL_OFFSET_MOVED if queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
         else:

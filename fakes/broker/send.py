@@ -124,7 +124,7 @@ class SendProcessor:
             if config is None:
                 return None, response(
                     ResponseCode.TOPIC_NOT_EXIST,
-                    f"topic[{topic}] not exist, apply first please!{suggest_todo()}",
+                    f"topic[{topic}] not exist, apply first please!{suggest_todo(broker.config.five)}",
                     ext_fields,
                 )
         queue_id = header.queue_id
@@ -171,7 +171,7 @@ class SendProcessor:
             if group_config is None:
                 return response(
                     ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                    f"subscription group not exist, {group} {suggest_todo()}",
+                    f"subscription group not exist, {group} {suggest_todo(broker.config.five)}",
                     self._send_response_ext(),
                 )
             max_reconsume = group_config.retry_max_times
@@ -384,7 +384,7 @@ class SendProcessor:
         if group_config is None:
             return response(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group not exist, {group} {suggest_todo()}",
+                f"subscription group not exist, {group} {suggest_todo(broker.config.five)}",
             )
         if not is_writeable(broker.config.broker_permission):
             return response(

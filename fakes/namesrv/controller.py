@@ -15,9 +15,10 @@ SCAN_NOT_ACTIVE_BROKER_INTERVAL = 10.0
 
 class NamesrvController:
     def __init__(self, clock: IReactorTime, *, order_message_enable: bool = False, five: bool = True) -> None:
-        """``five``: the emulated line is 5.5 (else 4.9, whose name server leaves unknown codes alone)."""
+        """``five``: answer as a 5.x name server (else as 4.9.x, whose name server leaves unknown codes
+        alone)."""
         self.clock = clock
-        self.routes = RouteInfoManager()
+        self.routes = RouteInfoManager(five=five)
         self.processor = NamesrvProcessor(
             self.routes, clock.seconds, order_message_enable=order_message_enable, five=five
         )

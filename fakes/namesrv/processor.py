@@ -83,6 +83,8 @@ class NamesrvProcessor:
         five: bool = True,
     ) -> None:
         self.routes = routes
+        self.five = five
+        """Whether it answers as a 5.x name server (else as 4.9.x): unknown codes, FAQ links."""
         self.kv = KVConfigManager()
         self.clock = clock
         self.order_message_enable = order_message_enable
@@ -173,6 +175,8 @@ class NamesrvProcessor:
             filter_server_list=filter_servers,
             channel=channel,
             now=self.clock(),
+            enable_acting_master=header.enable_acting_master,
+            zone_name=header.zone_name,
         )
         order_conf = self.kv.namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
         return response(
@@ -211,7 +215,7 @@ class NamesrvProcessor:
             shown = "null" if topic is None else topic
             return response(
                 ResponseCode.TOPIC_NOT_EXIST,
-                f"No topic route info in name server for the topic: {shown}{suggest_todo()}",
+                f"No topic route info in name server for the topic: {shown}{suggest_todo(self.five)}",
             )
         if self.order_message_enable:
             order_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, topic)

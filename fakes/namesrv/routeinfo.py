@@ -45,7 +45,10 @@ class RegisterResult:
 class RouteInfoManager:
     """Topic → queue data, broker name → addresses, cluster → broker names, live brokers."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, five: bool = True) -> None:
+        self.five = five
+        """5.x keeps ``enableActingMaster`` (false for a broker that does not send it) and ``zoneName``
+        in every BrokerData; 4.9.x has neither."""
         self.topic_queue_table: dict[str, dict[str, QueueData]] = {}
         self.broker_addr_table: dict[str, BrokerData] = {}
         self.cluster_addr_table: dict[str, set[str]] = {}
@@ -65,6 +68,8 @@ class RouteInfoManager:
         filter_server_list: list[str],
         channel: object,
         now: float,
+        enable_acting_master: bool | None = None,
+        zone_name: str | None = None,
     ) -> RegisterResult:
         self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
         register_first = False
@@ -73,6 +78,9 @@ class RouteInfoManager:
             register_first = True
             broker_data = BrokerData(cluster=cluster_name, broker_name=broker_name)
             self.broker_addr_table[broker_name] = broker_data
+        if self.five:  # RouteInfoManager.registerBroker (5.x): every registration sets both
+            broker_data.enable_acting_master = bool(enable_acting_master)
+            broker_data.zone_name = zone_name
         addrs = broker_data.broker_addrs
         # One address serves one broker id: a slave promoted to master moves, it is not duplicated.
         for other_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:

@@ -8,7 +8,7 @@ compared by body, keys and tags in order; per queue the whole pulled sequence is
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from rmqtwin.codec.codes import ResponseCode, response_code_name
@@ -40,6 +40,7 @@ NORMALISERS: dict[str, str] = {
     "brokerName": "broker names of the target",
     "queueOffset": "queue offsets shifted by the translation (compared relative to the first per queue)",
     "clientId": "client ids with the replay suffix",
+    "clusterName": "the target's cluster name instead of the recorded cluster's (one each)",
     "transactionId": "transaction ids derived from the new offset msgId",
 }
 
@@ -103,6 +104,25 @@ def _text_normalisers(text: str, other: str, used: set[str]) -> tuple[str, str]:
     return text, other
 
 
+def _recorded_names(
+    recorded: str, replayed: str, names: Mapping[str, tuple[str, str]], used: set[str]
+) -> str:
+    """``replayed`` with the target's cluster/broker names (as JSON strings) read as the recorded ones."""
+    for target, (original, normaliser) in names.items():
+        quoted = f'"{target}"'
+        if quoted in replayed and quoted not in recorded:
+            replayed = replayed.replace(quoted, f'"{original}"')
+            used.add(normaliser)
+    return replayed
+
+
+def _first_difference(a: str, b: str, context: int = 40) -> str:
+    """Where two normalised texts part: ``; at N: '…recorded' → '…replayed'``."""
+    at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    start = max(0, at - 10)
+    return f"; at {at}: {a[start : at + context]!r} → {b[start : at + context]!r}"
+
+
 def _shown(value: str | None) -> str:
     return "absent" if value is None else repr(value)
 
@@ -114,8 +134,11 @@ def compare_answers(
     *,
     offset_shift: Callable[[int], int] | None = None,
     client_id_free: Callable[[str], str] = lambda s: s,
+    target_names: Mapping[str, tuple[str, str]] | None = None,
 ) -> Comparison:
-    """The verdict of one answer; ``offset_shift`` maps a replayed queue offset back into recorded terms."""
+    """The verdict of one answer; ``offset_shift`` maps a replayed queue offset back into recorded terms,
+    ``target_names`` the target's cluster and broker names (JSON strings of a body) to the recorded ones
+    and the normaliser that names the change."""
     used: set[str] = set()
     diffs: list[str] = []
     if recorded.code != replayed.code:
@@ -160,7 +183,11 @@ def compare_answers(
         b = client_id_free(raw)
         if b != raw:
             used.add("clientId")
+        b = _recorded_names(a, b, target_names or {}, used)
         a, b = _text_normalisers(a, b, used)
         if a != b:
-            diffs.append(f"body differs ({len(recorded.body or b'')} → {len(replayed.body or b'')} bytes)")
+            diffs.append(
+                f"body differs ({len(recorded.body or b'')} → {len(replayed.body or b'')} bytes"
+                f"{_first_difference(a, b)})"
+            )
     return Comparison(DIFFERS if diffs else SAME, "; ".join(diffs), sorted(used))

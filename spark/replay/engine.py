@@ -304,6 +304,7 @@ class _Replayed:
                 replayed,
                 offset_shift=shift,
                 client_id_free=self.translator.client_id_free,
+                target_names=self.ctx.target_names,
             )
             result.verdict, result.detail = comparison.verdict, comparison.detail
             result.normalisers = ",".join(comparison.normalisers)

@@ -109,6 +109,8 @@ class CapturePlan:
     """The first recorded offset per queue (sends' answers and pulls): where translation starts."""
     client_ids: list[str]
     duration_ns: int
+    cluster_names: list[str] = field(default_factory=list)
+    """The recorded cluster's names, from the recorded route and cluster answers."""
     raw_skipped: int = 0
     undecoded_skipped: int = 0
 
@@ -121,8 +123,9 @@ class CapturePlan:
         return dict(missing)
 
 
-def _route_brokers(body: bytes) -> dict[str, str]:
-    """Broker address → name in a route or cluster-info answer body (fastjson, int keys allowed)."""
+def _route_brokers(body: bytes, clusters: dict[str, None] | None = None) -> dict[str, str]:
+    """Broker address → name in a route or cluster-info answer body (fastjson, int keys allowed); the
+    cluster names it shows go to ``clusters``."""
     try:
         value = fastjson.loads(body)
     except (ValueError, CodecError):
@@ -139,6 +142,8 @@ def _route_brokers(body: bytes) -> dict[str, str]:
             continue
         name = data.get("brokerName")
         addrs = data.get("brokerAddrs")
+        if clusters is not None and isinstance(data.get("cluster"), str):
+            clusters[data["cluster"]] = None
         if isinstance(name, str) and isinstance(addrs, dict):
             for addr in addrs.values():
                 if isinstance(addr, str):
@@ -166,6 +171,7 @@ def plan_records(records: Iterable[Record]) -> CapturePlan:
     last_ns = 0
     raw = undecoded = 0
     broker_names: dict[str, str] = {}
+    clusters: dict[str, None] = {}
     client_ids: dict[str, None] = {}
     sends: list[tuple[str, Step]] = []  # (server, step) of answered sends and pulls, for the bases
     for rec in records:
@@ -217,7 +223,7 @@ def plan_records(records: Iterable[Record]) -> CapturePlan:
                     RequestCode.GET_BROKER_CLUSTER_INFO,
                 )
             ):
-                broker_names.update(_route_brokers(cmd.body))
+                broker_names.update(_route_brokers(cmd.body, clusters))
             if req_code in SEND_CODES or req_code in PULL_CODES:
                 sends.append((conn.server, step))
             continue
@@ -257,6 +263,7 @@ def plan_records(records: Iterable[Record]) -> CapturePlan:
         recorded_bases=_recorded_bases(sends, broker_names),
         client_ids=list(client_ids),
         duration_ns=last_ns - (first_ns or 0),
+        cluster_names=list(clusters),
         raw_skipped=raw,
         undecoded_skipped=undecoded,
     )

@@ -50,21 +50,23 @@ def parse_broker_map(entries: list[str]) -> dict[str, str]:
     return mapping
 
 
-def _cluster_brokers(namesrv: str) -> dict[str, str]:
+def _cluster_brokers(namesrv: str) -> tuple[dict[str, str], list[str]]:
+    """The target's broker names → master addresses, and its cluster names."""
     try:
         answer = call(namesrv, create_request(RequestCode.GET_BROKER_CLUSTER_INFO))
     except (OSError, CodecError) as exc:
         raise TargetError(f"target namesrv {namesrv} does not answer: {exc}") from exc
     if answer.code != ResponseCode.SUCCESS or not answer.body:
         raise TargetError(f"target namesrv {namesrv} answered cluster info {answer.code}: {answer.remark}")
-    table = fastjson.loads(answer.body).get("brokerAddrTable") or {}
+    info = fastjson.loads(answer.body)
+    table = info.get("brokerAddrTable") or {}
     brokers: dict[str, str] = {}
     for name, data in table.items():
         addrs = data.get("brokerAddrs") or {}
         master = addrs.get(0, addrs.get("0"))
         if isinstance(master, str):
             brokers[str(name)] = master
-    return brokers
+    return brokers, [str(c) for c in info.get("clusterAddrTable") or {}]
 
 
 def _max_offset(broker: str, topic: str, queue: int) -> int:
@@ -90,7 +92,8 @@ def prepare_context(plan: CapturePlan, ctx: ReplayContext, broker_map: dict[str,
             f"the capture has no route answer naming the recorded brokers {listed}; "
             "map each with --broker-map RECORDED_HOST:PORT=TARGET_HOST:PORT"
         )
-    brokers = _cluster_brokers(ctx.namesrv)
+    brokers, clusters = _cluster_brokers(ctx.namesrv)
+    names_at = {addr: name for name, addr in brokers.items()}
     brokers.update(broker_map)
     named = {c.broker_name for c in plan.connections if c.broker_name}
     unknown = sorted(named - set(brokers))
@@ -100,6 +103,16 @@ def prepare_context(plan: CapturePlan, ctx: ReplayContext, broker_map: dict[str,
             f"(it has {', '.join(sorted(brokers)) or 'none'}); map each with --broker-map NAME=HOST:PORT"
         )
     ctx.brokers = brokers
+    # a target broker standing in for a recorded one under another name, and the target's cluster when
+    # the recorded one had a single other name: the comparison reads them as the recorded names
+    renamed: dict[str, tuple[str, str]] = {}
+    for name in set(plan.broker_names.values()):
+        stand_in = names_at.get(brokers.get(name, ""), name)
+        if stand_in != name:
+            renamed[stand_in] = (name, "brokerName")
+    if len(clusters) == 1 and len(plan.cluster_names) == 1 and clusters != plan.cluster_names:
+        renamed[clusters[0]] = (plan.cluster_names[0], "clusterName")
+    ctx.target_names = renamed
     ctx.recorded_bases = dict(plan.recorded_bases)
     ctx.client_ids = list(plan.client_ids)
     bases: dict[QueueKey, int] = {}

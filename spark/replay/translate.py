@@ -62,6 +62,9 @@ class ReplayContext:
     recorded_bases: dict[QueueKey, int] = field(default_factory=dict)
     target_bases: dict[QueueKey, int] = field(default_factory=dict)
     client_ids: list[str] = field(default_factory=list)
+    target_names: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """The target's cluster and broker names that differ from the recorded ones → (the recorded name,
+    ``clusterName`` or ``brokerName``: the normaliser that reads one as the other)."""
     run_id: str = "replay"
     speed: float | None = 1.0
     """Recorded time is divided by this; None replays as fast as the target answers (``max``)."""

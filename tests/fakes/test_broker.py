@@ -155,6 +155,38 @@ def test_pull_needs_a_heartbeat_subscription(env: Any) -> None:
 
 
 @pytest.mark.parametrize("line", ["4.9", "5.5"])
+def test_heartbeat_and_pull_answers_carry_the_emulated_lines_fields(env: Any, line: str) -> None:
+    """5.5.0 offers heartbeat v2 in every v1 heartbeat answer and reports topicSysFlag/groupSysFlag in
+    every pull answer from the store, suspended ones included; 4.9.7 has neither, and links its FAQ
+    (seen in a real-Java-client capture of 5.5.0 replayed on the twin)."""
+    broker, clock = env
+    broker.config.rocketmq_version = line
+    five = line == "5.5"
+    p = peer(broker, clock)
+    send_v2(p, "TopicV", b"x")
+    heartbeat(p, "gv", "TopicV")
+    beat = p.call(RequestCode.HEART_BEAT, None, b'{"clientID":"c"}', version=409)
+    v2 = {"IS_SUPPORT_HEART_BEAT_V2": "true", "IS_SUB_CHANGE": "true"}
+    assert (beat.ext_fields or {}) == (v2 if five else {})
+    flags = {"topicSysFlag": "0", "groupSysFlag": "0"} if five else {}
+    found = p.call(RequestCode.PULL_MESSAGE, pull_header("gv", "TopicV", 0))
+    assert found.code == ResponseCode.SUCCESS
+    assert {k: v for k, v in (found.ext_fields or {}).items() if k.endswith("SysFlag")} == flags
+    opaque = p.send(RequestCode.PULL_MESSAGE, pull_header("gv", "TopicV", 1, suspend=1000))
+    clock.advance(1.1)
+    (held,) = p.responses()
+    assert (held.opaque, held.code) == (opaque, ResponseCode.PULL_NOT_FOUND)
+    assert {k: v for k, v in (held.ext_fields or {}).items() if k.endswith("SysFlag")} == flags
+    missing = p.call(RequestCode.PULL_MESSAGE, pull_header("gv", "NoSuchTopic", 0))
+    link = (
+        "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+        if five
+        else "http://rocketmq.apache.org/docs/faq/"
+    )
+    assert (missing.remark or "").endswith(f"\nSee {link} for further details.")
+
+
+@pytest.mark.parametrize("line", ["4.9", "5.5"])
 def test_send_rejections_use_the_brokers_codes_and_remarks(env: Any, line: str) -> None:
     broker, clock = env
     broker.config.rocketmq_version = line

@@ -101,6 +101,33 @@ def test_unknown_topic_and_unknown_code(namesrv: tuple[NamesrvController, Clock]
     assert unknown.remark == " request type 9999 not supported"
 
 
+@pytest.mark.parametrize("five", [True, False])
+def test_route_and_remarks_as_the_emulated_line(five: bool) -> None:
+    """5.5.0's name server keeps ``enableActingMaster`` (false for a broker that does not send it) in
+    every BrokerData and links its own FAQ page; 4.9.7's has neither field and links the old page (seen
+    in a real-Java-client capture of 5.5.0 replayed on the twin)."""
+    clock = Clock()
+    controller = NamesrvController(clock, five=five)
+    broker = Peer(controller.dispatcher, clock, on_close=controller.channel_closed)
+    assert register(broker, register_body({"TopicA": 4})).code == ResponseCode.SUCCESS
+    client = Peer(controller.dispatcher, clock)
+    route = fastjson.loads(client.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicA"}).body or b"")
+    cluster = fastjson.loads(client.call(RequestCode.GET_BROKER_CLUSTER_INFO).body or b"")
+    acting = [route["brokerDatas"][0].get("enableActingMaster")]
+    acting.append(cluster["brokerAddrTable"]["broker-a"].get("enableActingMaster"))
+    assert acting == ([False, False] if five else [None, None])
+    missing = client.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Nope"})
+    link = (
+        "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+        if five
+        else "http://rocketmq.apache.org/docs/faq/"
+    )
+    assert (
+        missing.remark
+        == f"No topic route info in name server for the topic: Nope\nSee {link} for further details."
+    )
+
+
 def test_crc_mismatch_is_refused(namesrv: tuple[NamesrvController, Clock]) -> None:
     controller, clock = namesrv
     broker = Peer(controller.dispatcher, clock)

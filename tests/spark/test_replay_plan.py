@@ -153,6 +153,30 @@ def test_comparison_names_the_normalisers_it_used_and_the_differences_it_kept() 
     assert differs.detail.startswith("code SUCCESS → SYSTEM_BUSY; remark None → '[REJECTREQUEST]system busy'")
 
 
+def test_a_target_cluster_of_another_name_reads_as_the_recorded_one() -> None:
+    request = create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"})
+    recorded = create_response(
+        request,
+        ResponseCode.SUCCESS,
+        body=b'{"brokerDatas":[{"brokerAddrs":{"0":"10.0.0.7:10911"},'
+        b'"brokerName":"broker-a","cluster":"rmqtwin"}]}',
+    )
+    replayed = create_response(
+        request,
+        ResponseCode.SUCCESS,
+        body=b'{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:4242"},'
+        b'"brokerName":"broker-a","cluster":"DefaultCluster"}]}',
+    )
+    plain = compare_answers(RequestCode.GET_ROUTEINFO_BY_TOPIC, recorded, replayed)
+    assert plain.verdict == "differs"
+    assert plain.detail == (
+        """body differs (100 → 107 bytes; at 81: 'cluster":"rmqtwin"}]}' → 'cluster":"DefaultCluster"}]}')"""
+    )
+    names = {"DefaultCluster": ("rmqtwin", "clusterName")}
+    same = compare_answers(RequestCode.GET_ROUTEINFO_BY_TOPIC, recorded, replayed, target_names=names)
+    assert (same.verdict, same.normalisers) == ("same", ["clusterName", "hosts"])
+
+
 def test_connections_spread_over_the_slots_balanced_and_scale_copies_get_their_own_client_ids() -> None:
     conns = [ConnectionPlan(i, "broker", "h:1", steps=[_step()] * n) for i, n in enumerate([9, 5, 4, 1])]
     groups = partition_connections(conns, 2)
