@@ -17,11 +17,11 @@ import heapq
 import selectors
 import socket
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 
-from rmqtwin.codec.codes import request_code_name
+from rmqtwin.codec.codes import RequestCode, request_code_name
 from rmqtwin.codec.command import JsonDialect, RemotingCommand, SerializeType, decode_command, encode_command
 from rmqtwin.codec.connection import (
     RemotingConnection,
@@ -31,10 +31,10 @@ from rmqtwin.codec.connection import (
 )
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.spark.replay.compare import compare_answers, pulled_messages
-from rmqtwin.spark.replay.plan import PULL_CODES, ConnectionPlan, Step
+from rmqtwin.spark.replay.plan import PULL_CODES, ConnectionPlan, Step, answer_queue
 from rmqtwin.spark.replay.translate import ConnectionTranslator, ReplayContext, request_queue, request_topic
 
-__all__ = ["QueueResult", "RequestResult", "replay_connections", "result_rows"]
+__all__ = ["CheckBacks", "QueueResult", "RecordedOrder", "RequestResult", "replay_connections", "result_rows"]
 
 _READ_SIZE = 256 * 1024
 _OUT_LIMIT = 1 << 20
@@ -135,6 +135,9 @@ class RecordedOrder:
         if step.answer is not None and not step.oneway:
             heapq.heappush(self._heap, (step.offset_ns + step.answer.latency_ns, id(step)))
             self._open.add(id(step))
+        elif step.check_back is not None:  # what came after a check-back's commit waits for it too
+            heapq.heappush(self._heap, (step.offset_ns, id(step)))
+            self._open.add(id(step))
 
     def settle(self, step: Step) -> None:
         self._open.discard(id(step))
@@ -146,16 +149,52 @@ class RecordedOrder:
         return not heap or heap[0][0] >= step.offset_ns
 
 
+class CheckBacks:
+    """The client's END_TRANSACTIONs that answered CHECK_TRANSACTION_STATE, by recorded UNIQ_KEY, across
+    the connections of one ``--scale`` copy: sent when the target checks the replayed half message (on
+    the connection the check came on, as the client answers), whenever that is."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, deque[tuple[_Replayed, Step]]] = defaultdict(deque)
+        self.minted: dict[str, str] = {}
+        """UNIQ_KEY minted by ``--new-ids`` → the recorded one."""
+
+    def add(self, uniq: str, owner: _Replayed, step: Step) -> None:
+        self.waiting[uniq].append((owner, step))
+
+    def take(self, replayed_uniq: str) -> tuple[_Replayed, Step] | None:
+        queue = self.waiting.get(self.minted.get(replayed_uniq, replayed_uniq))
+        return queue.popleft() if queue else None
+
+    def discard(self, step: Step) -> None:
+        if step.check_back is not None:
+            queue = self.waiting.get(step.check_back)
+            if queue:
+                self.waiting[step.check_back] = deque(e for e in queue if e[1] is not step)
+
+
 class _Replayed:
     """One connection being replayed."""
 
     def __init__(
-        self, plan: ConnectionPlan, ctx: ReplayContext, only: tuple[str, ...], order: RecordedOrder
+        self,
+        plan: ConnectionPlan,
+        ctx: ReplayContext,
+        only: tuple[str, ...],
+        order: RecordedOrder,
+        checks: CheckBacks | None = None,
     ) -> None:
         self.plan = plan
         self.order = order
+        self.checks = checks if checks is not None else CheckBacks()
+        self.check_backs: dict[int, int | None] = {}
+        """id of a check-back step not sent yet → since when it waits for the target's check (ns, None
+        before its turn)."""
         for step in plan.steps:
             order.expect(step)
+            if step.check_back is not None and selected(only, decode_command(step.frame[4:])):
+                self.checks.add(step.check_back, self, step)
+                self.check_backs[id(step)] = None
         self.ctx = ctx
         self.only = only
         self.translator = ConnectionTranslator(ctx, plan.broker_name, plan.copy)
@@ -167,7 +206,10 @@ class _Replayed:
         self.answer_index: dict[int, int] = defaultdict(int)
         self.broker_requests: dict[str, int] = defaultdict(int)
         self.pulls: dict[tuple[str, str, int], _Pulls] = defaultdict(_Pulls)
+        self.checked: set[int] = set()
+        """ids of check-back steps sent on a check before their turn came."""
         self.failed: str | None = None
+        self.start = 0
         self.connected = False
         self.sock: socket.socket | None = None
         self.sel: selectors.BaseSelector | None = None
@@ -183,7 +225,9 @@ class _Replayed:
         return None if self.ctx.speed is None else int(step.offset_ns / self.ctx.speed)
 
     def done(self) -> bool:
-        return self.failed is not None or (self.next >= len(self.plan.steps) and not self.inflight)
+        return self.failed is not None or (
+            self.next >= len(self.plan.steps) and not self.inflight and not self.check_backs
+        )
 
     def next_wake(self) -> int | None:
         """Ns after the start when the next request is due (None: nothing waits on time)."""
@@ -211,6 +255,13 @@ class _Replayed:
                 return
             if not self.order.allows(step):
                 return
+            if id(step) in self.checked:  # the target checked before its turn: sent then
+                self.next += 1
+                continue
+            if id(step) in self.check_backs:  # its turn: from now on it waits for the target's check
+                self.check_backs[id(step)] = now
+                self.next += 1
+                continue
             cmd = decode_command(step.frame[4:])
             if self.translator.waits(cmd):
                 return
@@ -224,6 +275,8 @@ class _Replayed:
                 continue
             uniq = self.translator.expect_send(cmd)
             self.translator.request(cmd)
+            if uniq is not None and self.ctx.new_ids:
+                self.checks.minted[self.translator.replayed_uniq(uniq)] = uniq
             self.translator.sign(cmd)
             timeout = self.ctx.answer_timeout_s
             if step.code in PULL_CODES:
@@ -256,12 +309,22 @@ class _Replayed:
         )
 
     def _skip_rest(self, why: str) -> None:
+        for step in self.plan.steps[: self.next]:  # reached, still waiting for the target's check
+            if self.check_backs.pop(id(step), None) is not None:
+                self._not_replayed(step, why)
         for step in self.plan.steps[self.next :]:
-            result = self._result(step, decode_command(step.frame[4:]))
-            result.verdict, result.detail = "not-replayed", why
-            self.results.append(result)
-            self.order.settle(step)
+            if id(step) in self.checked:
+                continue
+            self.check_backs.pop(id(step), None)
+            self._not_replayed(step, why)
         self.next = len(self.plan.steps)
+
+    def _not_replayed(self, step: Step, why: str) -> None:
+        self.checks.discard(step)
+        result = self._result(step, decode_command(step.frame[4:]))
+        result.verdict, result.detail = "not-replayed", why
+        self.results.append(result)
+        self.order.settle(step)
 
     # --- events ------------------------------------------------------------------------------------
 
@@ -278,7 +341,7 @@ class _Replayed:
 
     def _event(self, event: RequestReceived | ResponseReceived, now: int) -> None:
         if isinstance(event, RequestReceived):
-            self._broker_request(event.command)
+            self._broker_request(event.command, now)
             return
         flight = self.inflight.pop(event.command.opaque, None)
         if flight is None:
@@ -297,7 +360,7 @@ class _Replayed:
             topic, queue = result.topic, result.queue_id
             shift = None
             if topic is not None and queue is not None:
-                shift = self._offset_shift(topic, queue)
+                shift = self._offset_shift(*answer_queue(decode_command(step.frame[4:]), topic, queue))
             comparison = compare_answers(
                 step.code,
                 recorded,
@@ -322,9 +385,17 @@ class _Replayed:
         tgt = self.ctx.target_bases.get(key, 0)
         return lambda replayed: replayed - tgt + rec
 
-    def _broker_request(self, cmd: RemotingCommand) -> None:
+    def _broker_request(self, cmd: RemotingCommand, now: int) -> None:
         name = request_code_name(cmd.code)
         self.broker_requests[name] += 1
+        if cmd.code == RequestCode.CHECK_TRANSACTION_STATE:
+            found = self.checks.take(cmd.ext("msgId") or "")
+            if found is None:
+                self.broker_requests[f"{name} (no recorded answer)"] += 1
+                return
+            owner, step = found
+            owner.answer_check(step, cmd, self, now)
+            return
         if cmd.is_oneway:
             return
         answers = self.plan.client_answers.get(int(cmd.code), [])
@@ -339,9 +410,37 @@ class _Replayed:
         self.codec.send_response(cmd, response)
         self.out += self.codec.data_to_send()
 
+    def answer_check(self, step: Step, check: RemotingCommand, via: _Replayed, now: int) -> None:
+        """Send the recorded END_TRANSACTION of ``step`` for the target's ``check`` on ``via`` (the
+        connection the check came on), pointing at what the check names: the replayed half message."""
+        self.check_backs.pop(id(step), None)
+        if self.next <= self.plan.steps.index(step):
+            self.checked.add(id(step))
+        end = decode_command(step.frame[4:])
+        result = self._result(step, end)
+        self.translator.request(end)
+        assert end.ext_fields is not None
+        for name in ("commitLogOffset", "tranStateTableOffset", "msgId", "transactionId"):
+            value = check.ext(name)
+            if value is not None:
+                end.ext_fields[name] = value
+        self.translator.sign(end)
+        via.codec.send_request(end, now=now / 1e9, timeout=self.ctx.answer_timeout_s)
+        via.out += via.codec.data_to_send()
+        result.actual_ms = (now - self.start) / 1e6
+        result.verdict, result.detail = "sent", "on the target's CHECK_TRANSACTION_STATE"
+        self.results.append(result)
+        self.order.settle(step)
+
     def expire(self, now: int) -> None:
         for timed_out in self.codec.expire(now / 1e9):
             self._lost(timed_out.request.opaque, "no-answer", "no answer before the timeout")
+        limit = int(self.ctx.answer_timeout_s * 1e9)
+        for step in self.plan.steps[: self.next]:
+            since = self.check_backs.get(id(step))
+            if since is not None and now - since > limit:
+                del self.check_backs[id(step)]
+                self._not_replayed(step, "the target sent no CHECK_TRANSACTION_STATE for it in time")
 
     def _lost(self, opaque: int, verdict: str, detail: str) -> None:
         flight = self.inflight.pop(opaque, None)
@@ -390,17 +489,20 @@ def replay_connections(
     """Replay ``plans`` concurrently from ``start_wall_ns`` (now when None); every request's result, what
     each consumer pulled per queue, and the broker-initiated requests seen by code name."""
     orders: dict[int, RecordedOrder] = defaultdict(RecordedOrder)  # one per --scale copy
-    conns = [_Replayed(plan, ctx, only, orders[plan.copy]) for plan in plans]
+    checks: dict[int, CheckBacks] = defaultdict(CheckBacks)
+    conns = [_Replayed(plan, ctx, only, orders[plan.copy], checks[plan.copy]) for plan in plans]
     sel = selectors.DefaultSelector()
     now = time.monotonic_ns()
     start = now if start_wall_ns is None else now + (start_wall_ns - time.time_ns())
+    for conn in conns:
+        conn.start = start
     deadline_ns: int | None = None
     if ctx.duration_s is not None:
         deadline_ns = start + int((ctx.duration_s + ctx.answer_timeout_s + _GRACE_S) * 1e9)
     for conn in conns:
         _connect(conn, sel)
     try:
-        _loop(conns, sel, start, deadline_ns)
+        _loop(conns, sel, start, deadline_ns, ctx)
     finally:
         for conn in conns:
             if conn.sock is not None:
@@ -435,7 +537,13 @@ def _connect(conn: _Replayed, sel: selectors.BaseSelector) -> None:
     conn.sel = sel
 
 
-def _loop(conns: list[_Replayed], sel: selectors.BaseSelector, start: int, deadline_ns: int | None) -> None:
+def _loop(
+    conns: list[_Replayed],
+    sel: selectors.BaseSelector,
+    start: int,
+    deadline_ns: int | None,
+    ctx: ReplayContext,
+) -> None:
     while True:
         now = time.monotonic_ns()
         active = [c for c in conns if not c.done()]
@@ -456,6 +564,10 @@ def _loop(conns: list[_Replayed], sel: selectors.BaseSelector, start: int, deadl
             deadline = conn.codec.next_deadline()
             if deadline is not None and (wake is None or deadline * 1e9 < wake):
                 wake = int(deadline * 1e9)
+            waiting = [since for since in conn.check_backs.values() if since is not None]
+            if waiting:
+                given_up = min(waiting) + int(ctx.answer_timeout_s * 1e9)
+                wake = given_up if wake is None else min(wake, given_up)
             if conn.sock is not None and not conn.failed:
                 mask = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.out or not conn.connected else 0)
                 sel.modify(conn.sock, mask, conn)

@@ -17,8 +17,9 @@ import orjson
 
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
-from rmqtwin.codec.command import ONEWAY_FLAG, RESPONSE_FLAG, decode_command
+from rmqtwin.codec.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand, decode_command
 from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.message import MessageConst, string_to_properties
 from rmqtwin.proxy.capture import (
     DIR_TO_CLIENT,
     DIR_TO_SERVER,
@@ -35,6 +36,7 @@ __all__ = [
     "ConnectionPlan",
     "QueueKey",
     "Step",
+    "answer_queue",
     "load_plan",
     "plan_records",
 ]
@@ -62,6 +64,18 @@ PULL_CODES = frozenset({RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE}
 QueueKey = tuple[str, str, int]
 """(broker name, topic, queue id)."""
 
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+
+
+def answer_queue(request: RemotingCommand, topic: str, queue: int) -> tuple[str, int]:
+    """The queue whose offsets the answer to ``request`` (naming ``topic``/``queue``) reports: a
+    transaction's half message is stored in the half topic's only queue, whatever queue it names."""
+    if request.code in SEND_CODES:
+        props = request.ext("i") if request.ext("i") is not None else request.ext("properties")
+        if string_to_properties(props).get(MessageConst.PROPERTY_TRANSACTION_PREPARED) == "true":
+            return TRANS_HALF_TOPIC, 0
+    return topic, queue
+
 
 @dataclass(frozen=True, slots=True)
 class Answer:
@@ -83,6 +97,9 @@ class Step:
     oneway: bool
     frame: bytes
     answer: Answer | None = None
+    check_back: str | None = None
+    """For an END_TRANSACTION answering the broker's CHECK_TRANSACTION_STATE: the message's UNIQ_KEY (the
+    replay sends it when the target checks the replayed half message, not at its recorded time)."""
 
 
 @dataclass(slots=True)
@@ -152,6 +169,17 @@ def _route_brokers(body: bytes, clusters: dict[str, None] | None = None) -> dict
                     if port.isdigit():  # the VIP channel (port - 2) plays the same broker
                         names.setdefault(f"{host}:{int(port) - 2}", name)
     return names
+
+
+def _check_back(frame: bytes) -> str | None:
+    """The message id an END_TRANSACTION names when it answers a check (``fromTransactionCheck``)."""
+    try:
+        cmd = decode_command(frame[4:])
+    except CodecError:
+        return None
+    if cmd.ext("fromTransactionCheck") != "true":
+        return None
+    return cmd.ext("msgId")
 
 
 def _client_ids(body: bytes) -> list[str]:
@@ -239,6 +267,8 @@ def plan_records(records: Iterable[Record]) -> CapturePlan:
             frame=data,
         )
         conn.steps.append(step)
+        if rec.code == RequestCode.END_TRANSACTION:
+            step.check_back = _check_back(data)
         if rec.code == RequestCode.HEART_BEAT:
             try:
                 body = decode_command(data[4:]).body
@@ -289,7 +319,7 @@ def _recorded_bases(sends: list[tuple[str, Step]], broker_names: dict[str, str])
         if queue is None or offset is None:
             continue
         try:
-            key = (name, topic, int(queue))
+            key = (name, *answer_queue(request, topic, int(queue)))
             value = int(offset)
         except ValueError:
             continue

@@ -225,8 +225,12 @@ class ConnectionTranslator:
             return
         self.half[recorded_uniq] = (
             _sent(recorded_uniq, recorded),
-            _sent(self._new_uniq.get(recorded_uniq, recorded_uniq), replayed),
+            _sent(self.replayed_uniq(recorded_uniq), replayed),
         )
+
+    def replayed_uniq(self, recorded: str) -> str:
+        """The UNIQ_KEY a recorded one was sent under (itself unless ``--new-ids`` minted one)."""
+        return self._new_uniq.get(recorded, recorded)
 
     def client_id_free(self, text: str) -> str:
         """``text`` without this replay's suffix on client ids (to compare with what was recorded)."""

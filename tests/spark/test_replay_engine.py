@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rmqtwin.codec.codes import RequestCode
 from rmqtwin.fakes.pytest_plugin import RocketMQFactory
 from rmqtwin.spark.replay.engine import RequestResult, replay_connections
 from rmqtwin.spark.replay.plan import load_plan
@@ -78,3 +79,28 @@ def test_a_target_dying_mid_replay_fails_the_affected_connections_and_the_replay
     assert lost and {r.verdict for r in lost} == {"not-replayed"}
     assert all("closed the connection" in r.detail or "lost" in r.detail for r in lost)
     assert len(results) == sum(len(c.steps) for c in plan.connections)
+
+
+def test_a_check_back_is_replayed_when_the_target_checks_the_replayed_half_message(
+    rocketmq_factory: RocketMQFactory, tmp_path: Path
+) -> None:
+    target = rocketmq_factory(broker_conf=traffic.CHECKING_BROKER)
+    traffic.create_topic(target, prefill=0)
+    capture = tmp_path / "check.rmqcap"
+    traffic.record_check_back(target, capture)
+    plan = load_plan(capture)
+    ends = [s for c in plan.connections for s in c.steps if s.code == RequestCode.END_TRANSACTION]
+    assert [s.check_back for s in ends] == [None, f"7F0000010001000000000000{77:08X}"]
+    # replayed on the same twin: the half message gets another commitlog and queue offset
+    ctx = ReplayContext(namesrv=target.namesrv_addr, brokers={}, speed=1.0, answer_timeout_s=20)
+    prepare_context(plan, ctx, {})
+    results, queues, seen = replay_connections(plan.connections, ctx)
+    verdicts = [(r.code_name, r.verdict, r.detail) for r in results if r.verdict != "same"]
+    assert sorted(verdicts) == [
+        ("END_TRANSACTION", "sent", ""),
+        ("END_TRANSACTION", "sent", "on the target's CHECK_TRANSACTION_STATE"),
+    ]
+    assert seen["CHECK_TRANSACTION_STATE"] >= 1
+    # the target committed the replayed half message on the replayed check-back: the consumer pulled it
+    assert [(q.replayed_messages, q.same_bodies_in_order) for q in queues] == [(1, True)]
+    assert traffic.max_offset(target) == 2

@@ -16,7 +16,7 @@ import pytest
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand, create_request
-from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
+from rmqtwin.codec.connection import RemotingConnection, RequestReceived, ResponseReceived
 from rmqtwin.codec.message import properties_to_string
 from rmqtwin.fakes.pytest_plugin import RocketMQFactory, RunningTwin
 from rmqtwin.proxy.process import start_proxy
@@ -37,6 +37,8 @@ class Client:
         self.sock = socket.create_connection((host, int(port)), timeout=10)
         self.conn = RemotingConnection(first_opaque=1)
         self.answers: dict[int, RemotingCommand] = {}
+        self.requests: list[RemotingCommand] = []
+        """Requests the server sent (CHECK_TRANSACTION_STATE, ...), in order."""
 
     def send(self, request: RemotingCommand) -> int:
         opaque = self.conn.send_request(request, now=0, timeout=60)
@@ -47,10 +49,25 @@ class Client:
         while opaque not in self.answers:
             data = self.sock.recv(65536)
             assert data, "connection closed before the answer"
-            for event in self.conn.receive_data(data):
-                if isinstance(event, ResponseReceived):
-                    self.answers[event.command.opaque] = event.command
+            self._receive(data)
         return self.answers.pop(opaque)
+
+    def request(self, code: int) -> RemotingCommand:
+        """The next request the server sent with ``code`` (waiting for it)."""
+        while not any(r.code == code for r in self.requests):
+            data = self.sock.recv(65536)
+            assert data, "connection closed before the request"
+            self._receive(data)
+        found = next(r for r in self.requests if r.code == code)
+        self.requests.remove(found)
+        return found
+
+    def _receive(self, data: bytes) -> None:
+        for event in self.conn.receive_data(data):
+            if isinstance(event, ResponseReceived):
+                self.answers[event.command.opaque] = event.command
+            elif isinstance(event, RequestReceived):
+                self.requests.append(event.command)
 
     def call(self, request: RemotingCommand) -> RemotingCommand:
         return self.answer(self.send(request))
@@ -59,17 +76,21 @@ class Client:
         self.sock.close()
 
 
-def send_request(body: bytes, queue: int, index: int) -> RemotingCommand:
+def send_request(body: bytes, queue: int, index: int, *, half: bool = False) -> RemotingCommand:
+    """SEND_MESSAGE_V2 as the Java producer writes it; ``half``: a transaction's half message."""
     uniq = f"7F0000010001000000000000{index:08X}"
     props = {"KEYS": f"k{index}", "TAGS": "TagA", "UNIQ_KEY": uniq, "WAIT": "true"}
+    if half:
+        props |= {"TRAN_MSG": "true", "PGROUP": PRODUCER_GROUP}
     ext = {
         "a": PRODUCER_GROUP,
         "b": TOPIC,
         "c": "TBW102",
         "d": "4",
         "e": str(queue),
-        "f": "0",
-        "g": str(1_700_000_000_000 + index),
+        "f": "4" if half else "0",
+        # a half message born now: the broker discards one older than fileReservedTime unchecked
+        "g": str(time.time_ns() // 1_000_000 if half else 1_700_000_000_000 + index),
         "h": "0",
         "i": properties_to_string(props, trailing_separator=False),
         "j": "0",
@@ -168,6 +189,60 @@ def record(twin: RunningTwin, capture: Path, messages: int = 5) -> None:
         assert consumer.call(create_request(RequestCode.UPDATE_CONSUMER_OFFSET, commit)).code == 0
         query = {"consumerGroup": CONSUMER_GROUP, "topic": TOPIC, "queueId": "0"}
         assert consumer.call(create_request(RequestCode.QUERY_CONSUMER_OFFSET, query)).code == 0
+        for client in (namesrv, producer, consumer):
+            client.close()
+        time.sleep(0.1)
+    finally:
+        proxy.stop()
+
+
+CHECKING_BROKER = {"transactionCheckInterval": 300, "transactionTimeOut": 500}
+"""A broker that checks a half message half a second old, every 0.3 s."""
+
+
+def record_check_back(twin: RunningTwin, capture: Path) -> None:
+    """A transaction the producer leaves UNKNOW and commits when the broker checks it back, then a pull
+    of the committed message, through a proxy in front of ``twin`` (started with ``CHECKING_BROKER``)."""
+    proxy = start_proxy(twin.namesrv_addr, capture)
+    try:
+        namesrv = Client(proxy.namesrv)
+        route = namesrv.call(create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}))
+        addrs = fastjson.loads(route.body or b"")["brokerDatas"][0]["brokerAddrs"]
+        broker = addrs.get(0) or addrs["0"]
+        producer = Client(broker)
+        assert producer.call(heartbeat(PRODUCER_ID, consumer=False)).code == ResponseCode.SUCCESS
+        half = producer.call(send_request(b"committed on check", 0, 77, half=True))
+        assert half.code == ResponseCode.SUCCESS, half
+        uniq = f"7F0000010001000000000000{77:08X}"
+        end = {
+            "producerGroup": PRODUCER_GROUP,
+            "tranStateTableOffset": half.ext("queueOffset") or "0",
+            "commitLogOffset": "0",
+            "commitOrRollback": "0",  # UNKNOW: TRANSACTION_NOT_TYPE
+            "fromTransactionCheck": "false",
+            "msgId": uniq,
+            "transactionId": half.ext("transactionId") or uniq,
+        }
+        producer.send(create_request(RequestCode.END_TRANSACTION, end, oneway=True))
+        check = producer.request(RequestCode.CHECK_TRANSACTION_STATE)
+        assert check.ext("msgId") == uniq, check
+        end |= {
+            "tranStateTableOffset": check.ext("tranStateTableOffset") or "0",
+            "commitLogOffset": check.ext("commitLogOffset") or "0",
+            "commitOrRollback": "8",  # COMMIT_TYPE
+            "fromTransactionCheck": "true",
+            "transactionId": check.ext("transactionId") or uniq,
+        }
+        before = max_offset(twin)
+        producer.send(create_request(RequestCode.END_TRANSACTION, end, oneway=True))
+        deadline = time.monotonic() + 30
+        while max_offset(twin) == before:
+            assert time.monotonic() < deadline, "the commit did not store the message"
+            time.sleep(0.05)
+        consumer = Client(broker)
+        assert consumer.call(heartbeat(CONSUMER_ID, consumer=True)).code == ResponseCode.SUCCESS
+        pulled = consumer.call(pull_request(0, before))
+        assert pulled.code == ResponseCode.SUCCESS, pulled
         for client in (namesrv, producer, consumer):
             client.close()
         time.sleep(0.1)
