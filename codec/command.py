@@ -358,8 +358,11 @@ def _as_int(value: Any, name: str) -> int:
                 value = int(value.strip())
             except ValueError:
                 raise FrameError(f"JSON header field {name!r} is not an int: {value!r}") from None
-        elif isinstance(value, float) and value.is_integer():
-            value = int(value)
+        elif isinstance(value, bool | float):
+            try:
+                value = int(value)  # fastjson (both lines) reads true as 1 and truncates 1.5 to 1
+            except (ValueError, OverflowError):
+                raise FrameError(f"JSON header field {name!r} is not an int: {value!r}") from None
         else:
             raise FrameError(f"JSON header field {name!r} is not an int: {value!r}")
     if not _INT32_MIN <= value <= _INT32_MAX:

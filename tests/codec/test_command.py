@@ -287,7 +287,6 @@ def test_json_decoding_tolerates_bad_utf8_and_lone_surrogates() -> None:
     [
         b"not json",
         b"[1,2]",
-        b'{"code":1.5}',
         b'{"code":99999999999}',
         b'{"code":1,"extFields":[]}',
         b'{"code":1,"language":[1]}',
@@ -297,6 +296,12 @@ def test_json_decoding_tolerates_bad_utf8_and_lone_surrogates() -> None:
 def test_bad_json_headers_raise_frame_error(header: bytes) -> None:
     with pytest.raises(FrameError):
         decode_command(_json_frame(header))
+
+
+def test_fastjson_reads_true_and_fractions_as_ints() -> None:
+    """Both real lines answer opaque 1.5 as opaque 1 and code true as request code 1."""
+    cmd = decode_command(_json_frame(b'{"code":true,"opaque":1.5,"flag":0}'))
+    assert (cmd.code, cmd.opaque) == (1, 1)
 
 
 def test_frame_level_errors() -> None:
