@@ -180,11 +180,19 @@ def started_targets(names: Sequence[str]) -> Iterator[list[Target]]:
 
     stops: list[Callable[[], None]] = []
     targets: list[Target] = []
+    # The twin answers as the line of the first real target (the reference), else as the newest.
+    reals = [resolve_version(n.removeprefix("real-")).line for n in names if n.startswith("real-")]
+    twin_line = "4.9" if reals and reals[0] == "4.9" else "5.5"
     try:
         for name in names:
             if name == "twin":
                 work = tempfile.mkdtemp(prefix="rmqtwin-conformance-")
-                twin = start_subprocess(work, broker_conf=dict(TWIN_BROKER_CONF), broker_name="broker-a")
+                twin = start_subprocess(
+                    work,
+                    broker_conf=dict(TWIN_BROKER_CONF),
+                    broker_name="broker-a",
+                    serve_args=("--rocketmq-version", twin_line),
+                )
                 stops.append(functools.partial(shutil.rmtree, work, ignore_errors=True))
                 stops.append(twin.stop)
                 targets.append(Target("twin", twin.namesrv_addr, (twin.broker_addr,)))

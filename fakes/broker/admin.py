@@ -80,7 +80,7 @@ class AdminProcessor:
         problem = validate_topic(topic, five=five)
         if problem is not None:
             return response(parameter_error(five), problem)
-        refused = ResponseCode.INVALID_PARAMETER if request.version >= V5_0_0 else ResponseCode.SYSTEM_ERROR
+        refused = parameter_error(five)
         if is_system_topic(topic):
             return response(refused, f"The topic[{topic}] is conflict with system topic.")
         config = TopicConfig(
@@ -313,7 +313,7 @@ class AdminProcessor:
     def get_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """5.x GET_TOPIC_CONFIG: the ``TopicConfig`` itself (``TopicConfigAndQueueMapping`` without a
         mapping), attributes included; 4.9.7 has no such request."""
-        if request.version < V5_0_0:
+        if not self.broker.config.five:
             return _not_supported(request)
         topic = decode_header(request, GetTopicConfigRequestHeader).topic
         config = self.broker.topics.get(topic)
@@ -326,7 +326,7 @@ class AdminProcessor:
     def get_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """5.x GET_SUBSCRIPTIONGROUP_CONFIG: the group's config, auto-created when that is on; 4.9.7
         has no such request."""
-        if request.version < V5_0_0:
+        if not self.broker.config.five:
             return _not_supported(request)
         group = decode_header(request, GetSubscriptionGroupConfigRequestHeader, strict=False).group
         if group is None:

@@ -16,6 +16,7 @@ from rmqtwin.codec.bodies import (
     UnlockBatchRequestBody,
 )
 from rmqtwin.codec.codes import RequestCode, ResponseCode, language_name
+from rmqtwin.codec.errors import FastjsonError
 from rmqtwin.codec.headers import (
     EmptyHeader,
     GetConsumerListByGroupRequestHeader,
@@ -47,7 +48,14 @@ class ClientManageProcessor:
 
     def heart_beat(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         broker = self.broker
-        data = fastjson.loads(request.body or b"{}")
+        if not request.body:
+            # Both lines decode a null body into a null HeartbeatData and fail on it.
+            return response(ResponseCode.SYSTEM_ERROR, "java.lang.NullPointerException")
+        try:
+            data = fastjson.loads(request.body)
+        except FastjsonError as exc:
+            library = "fastjson2" if broker.config.five else "fastjson"
+            return response(ResponseCode.SYSTEM_ERROR, f"com.alibaba.{library}.JSONException: {exc}")
         info = self._channel_info(channel, request, str(data.get("clientID", "")))
         for consumer in data.get("consumerDataSet") or []:
             group = consumer["groupName"]

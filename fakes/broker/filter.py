@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec import fastjson
-from rmqtwin.codec.codes import ResponseCode, version_ordinal
+from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.message import read_record_properties
 from rmqtwin.fakes.broker.sql92 import Expression, SelectorParseError, compile_selector, matches
 from rmqtwin.fakes.dispatch import Channel, response
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 
 EXPRESSION_TYPE_TAG = "TAG"
 EXPRESSION_TYPE_SQL92 = "SQL92"
-FIRST_5X_VERSION = version_ordinal("5.0.0")
 
 
 class FilterError(Exception):
@@ -36,9 +35,9 @@ class FilterError(Exception):
         self.remark = remark
 
 
-def grammar_version(client_version: int) -> int:
-    """The filter line a client of this version meets: 5 for 5.x clients, else 4."""
-    return 5 if client_version >= FIRST_5X_VERSION else 4
+def grammar_version(five: bool) -> int:
+    """The filter grammar of the emulated broker line (the broker's, whatever the client's version)."""
+    return 5 if five else 4
 
 
 def is_tag_type(expression_type: str | None) -> bool:
@@ -70,7 +69,7 @@ class SqlMessageFilter:
         return matches(self.expression, props)
 
 
-def compile_subscription(subscription: Mapping[str, Any], client_version: int) -> Expression:
+def compile_subscription(subscription: Mapping[str, Any], five: bool) -> Expression:
     """``FilterFactory.get(type).compile(subString)``; raises SelectorParseError."""
     expression_type = subscription.get("expressionType")
     if expression_type != EXPRESSION_TYPE_SQL92:  # FilterFactory has no such type: Java 17's NPE text
@@ -78,11 +77,11 @@ def compile_subscription(subscription: Mapping[str, Any], client_version: int) -
             'Cannot invoke "org.apache.rocketmq.filter.FilterSpi.compile(String)" because the return '
             'value of "org.apache.rocketmq.filter.FilterFactory.get(String)" is null'
         )
-    return compile_selector(str(subscription.get("subString") or ""), grammar_version(client_version))
+    return compile_selector(str(subscription.get("subString") or ""), grammar_version(five))
 
 
 def message_filter_for(
-    subscription: Mapping[str, Any], client_version: int, *, from_request: bool, strict: bool = False
+    subscription: Mapping[str, Any], five: bool, *, from_request: bool, strict: bool = False
 ) -> Any:
     """The pull's message filter: tags for TAG subscriptions, the compiled selector for SQL92.
 
@@ -100,7 +99,7 @@ def message_filter_for(
         # ConsumerFilterManager.build finds no filter for the type and the pull goes on unfiltered.
         return SqlMessageFilter(None)
     try:
-        return SqlMessageFilter(compile_subscription(subscription, client_version))
+        return SqlMessageFilter(compile_subscription(subscription, five))
     except SelectorParseError:
         if from_request and not strict:
             return SqlMessageFilter(None)
@@ -133,7 +132,7 @@ class ConsumerFilterProcessor:
                     f"The broker does not support consumer to filter message by {expression_type}",
                 )
             try:
-                compile_subscription(subscription, request.version)
+                compile_subscription(subscription, self.broker.config.five)
             except SelectorParseError as exc:
                 return response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
         return response()

@@ -83,9 +83,14 @@ class OffsetProcessor:
         offset = self.broker.offsets.query_offset(group, topic, queue_id)
         if offset >= 0:
             return response(ext_fields=QueryConsumerOffsetResponseHeader(offset=offset))
-        min_offset = self.broker.store.get_min_offset_in_queue(topic, queue_id)
-        if min_offset <= 0:
-            # The first message is still in memory (always, for this broker): start from 0.
+        store = self.broker.store
+        min_offset = store.get_min_offset_in_queue(topic, queue_id)
+        # The first message is still in memory (always, for this broker): start from 0. 5.5.0 asks
+        # whether offset 0 is in memory (checkInMemByConsumeOffset), false for an empty or unknown
+        # queue; 4.9.7 asks whether it is on disk only, false there too.
+        if min_offset <= 0 and (
+            not self.broker.config.five or store.get_max_offset_in_queue(topic, queue_id) > 0
+        ):
             return response(ext_fields=QueryConsumerOffsetResponseHeader(offset=0))
         return response(
             ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"

@@ -183,7 +183,7 @@ class PopProcessor:
             return response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
         try:
             subscription = build_subscription_data(topic, header.exp or "*", header.exp_type or "TAG")
-            message_filter = message_filter_for(subscription, request.version, from_request=True)
+            message_filter = message_filter_for(subscription, self.broker.config.five, from_request=True)
         except (FilterError, Exception):
             return response(
                 ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"

@@ -228,7 +228,7 @@ class PullProcessor:
         queue_id = require(header.queue_id, "queueId")
         if queue_id < 0 or queue_id >= topic_config.read_queue_nums:
             five = broker.config.five
-            consumer = f"/{channel.remote_addr}" if five else channel.remote_addr  # 5.x: SocketAddress
+            consumer = f"/{channel.remote_addr}"  # both lines print the channel's SocketAddress
             return response(
                 parameter_error(five),
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
@@ -270,7 +270,7 @@ class PullProcessor:
         try:
             message_filter = message_filter_for(
                 subscription,
-                request.version,
+                broker.config.five,
                 from_request=has_subscription,
                 strict=broker.config.reject_unparsable_sql92,
             )

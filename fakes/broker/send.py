@@ -141,8 +141,8 @@ class SendProcessor:
     # -- SEND_MESSAGE / V2 / BATCH ----------------------------------------------------------------
     def process_send(self, channel: Channel, request: RemotingCommand) -> Any:
         v2 = request.code in _SEND_V2_CODES
-        if request.version < V5_0_0 and (request.ext_fields or {}).get("b" if v2 else "topic") is None:
-            # 4.9's msgCheck meets the null topic before anything else does (5.x fails with an NPE);
+        if not self.broker.config.five and (request.ext_fields or {}).get("b" if v2 else "topic") is None:
+            # 4.9.7's msgCheck meets the null topic before anything else does (5.5.0 fails with an NPE);
             # only the V2 header (a FastCodesHeader) fails earlier, on a number that does not parse.
             if v2:
                 decode_header_fast(request, SendMessageRequestHeaderV2)
@@ -159,6 +159,11 @@ class SendProcessor:
         config, failure = self.msg_check(channel, header)
         if failure is not None or config is None:
             return failure
+        if not request.body and broker.config.five:
+            # 5.5.0 fails on the null body after its checks; 4.9.7 stores an empty message.
+            return response(
+                ResponseCode.SYSTEM_ERROR, "java.lang.NullPointerException", self._send_response_ext()
+            )
         topic = header.topic
         queue_id = header.queue_id
         if queue_id < 0:
@@ -192,7 +197,7 @@ class SendProcessor:
         if delay_to_zero:
             # 4.9.8 sets DELAY=0 before the request's properties replace the map: a client DELAY survives.
             props.setdefault("DELAY", "0")
-        five = request.version >= V5_0_0
+        five = broker.config.five
         if five:
             # 5.x brokers give a message without a unique id one (the answer's transactionId), refuse
             # a keyless message to a compacted topic, add the region and trace switch, keep WAIT.
@@ -272,7 +277,7 @@ class SendProcessor:
         born_timestamp = header.born_timestamp
         reconsume_times = header.reconsume_times or 0
         batch = []
-        five = request.version >= V5_0_0
+        five = self.broker.config.five
         for item in items:
             # 4.9 appends the batch's properties to each message's; 5.5.0 stores each message's own.
             merged = (

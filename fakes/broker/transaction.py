@@ -69,7 +69,7 @@ class TransactionService:
         half = self.broker.store.look_message_by_offset(commit_log_offset)
         if half is None:
             return response(ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed")
-        if request.version >= V5_0_0 and self._reject_commit_or_rollback(header, half):
+        if self.broker.config.five and self._reject_commit_or_rollback(header, half):
             return response(ResponseCode.ILLEGAL_OPERATION)
         props = dict(half.properties)
         if props.get("PGROUP") != header.producer_group:

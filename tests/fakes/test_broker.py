@@ -22,7 +22,7 @@ FAST_DELAYS = " ".join(["1s"] * 18)
 def env(tmp_path: Any) -> Any:
     clock = Clock()
     clock.advance(1_700_000_000)
-    broker = make_broker(tmp_path, clock, messageDelayLevel=FAST_DELAYS)
+    broker = make_broker(tmp_path, clock, rocketmq_version="4.9", messageDelayLevel=FAST_DELAYS)
     yield broker, clock
     broker.shutdown()
 
@@ -451,6 +451,7 @@ def test_lock_batch_mq_gives_each_queue_one_owner(env: Any) -> None:
 def test_a_5x_client_gets_5x_property_handling(env: Any) -> None:
     """5.5.0 keeps WAIT, adds MSG_REGION/TRACE_ON, and stores batch messages with their own properties."""
     broker, clock = env
+    broker.config.rocketmq_version = "5.5"
     p = peer(broker, clock)
     header = {
         "a": "pg",
@@ -504,18 +505,22 @@ def test_bad_send_headers_get_the_java_processors_answers(env: Any) -> None:
         ResponseCode.SYSTEM_ERROR,
         'java.lang.NumberFormatException: For input string: "x"',
     )
-    # 4.9's msgCheck meets the null topic first (seen on a real 4.9.7); 5.x fails with an NPE.
+    # 4.9's msgCheck meets the null topic first (seen on a real 4.9.7); 5.5.0 fails with an NPE,
+    # whatever the client's version.
     no_topic = {k: v for k, v in _v2_send_fields("TopicH").items() if k != "b"}
     blank = p.call(RequestCode.SEND_MESSAGE_V2, no_topic, b"x", version=409)
     assert (blank.code, blank.remark) == (ResponseCode.SYSTEM_ERROR, "The specified topic is blank.")
     assert (blank.ext_fields or {}).get("MSG_REGION") == "DefaultRegion"
     unparsable = p.call(RequestCode.SEND_MESSAGE_V2, {**no_topic, "g": "now"}, b"x", version=409)
     assert unparsable.remark == 'java.lang.NumberFormatException: For input string: "now"'
-    five = p.call(RequestCode.SEND_MESSAGE_V2, no_topic, b"x", version=453)
-    assert (five.code, five.remark) == (
-        ResponseCode.SYSTEM_ERROR,
-        "java.lang.NullPointerException, the custom field <b> is null",
-    )
+    broker.config.rocketmq_version = "5.5"
+    for version in (409, 453):
+        five = p.call(RequestCode.SEND_MESSAGE_V2, no_topic, b"x", version=version)
+        assert (five.code, five.remark) == (
+            ResponseCode.SYSTEM_ERROR,
+            "java.lang.NullPointerException, the custom field <b> is null",
+        )
+    broker.config.rocketmq_version = "4.9"
     v1 = {"producerGroup": "pg", "topic": "TopicH", "defaultTopic": "TBW102", "queueId": 0, "sysFlag": 0}
     v1_missing = p.call(RequestCode.SEND_MESSAGE, {**v1, "bornTimestamp": 1}, b"x", version=409)
     assert (

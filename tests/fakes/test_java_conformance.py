@@ -81,10 +81,14 @@ def make_target(
     if name.startswith("rmqtwin"):
         line = name.removeprefix("rmqtwin-client")
         twins = request.session.__dict__.setdefault("_rmqtwin_target_twins", {})
-        key = tuple(sorted(overrides.items()))
+        # The twin answers as the client's line, the real broker these scenarios compare it with.
+        version = "4.9" if line == "4.9" else "5.5"
+        key = (version, *sorted(overrides.items()))
         if key not in twins:
             twins[key] = rocketmq_factory(
-                broker_conf={**TWIN_BROKER_CONF, **overrides}, broker_name="broker-a"
+                broker_conf={**TWIN_BROKER_CONF, **overrides},
+                broker_name="broker-a",
+                rocketmq_version=version,
             )
         twin = twins[key]
         return Target(name, twin.namesrv_addr, twin.broker_addr, java_client_factory(line))
