@@ -39,6 +39,7 @@ from rmqtwin.codec.connection import (
     events_before_error,
 )
 from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.proxy_protocol import Detection, ProxyProtocolError, decode_preamble, detect
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
@@ -74,6 +75,7 @@ class RemotingProtocol(Protocol):
         version: int = SERVER_VERSION,
         on_close: Callable[[RemotingProtocol], None] | None = None,
         max_idle_seconds: float | None = None,
+        proxy_protocol: bool = False,
     ) -> None:
         self.dispatcher = dispatcher
         self.clock = clock
@@ -89,6 +91,10 @@ class RemotingProtocol(Protocol):
         self._waiting: dict[int, tuple[Deferred[RemotingCommand], IDelayedCall]] = {}
         self._remote = "0.0.0.0:0"
         self._local = "0.0.0.0:0"
+        # 5.x: the HandshakeHandler's HAProxy preamble detection still to run (bytes of a preamble
+        # read so far), ``None`` once it is done or on a 4.9 server.
+        self._preamble: bytes | None = b"" if proxy_protocol else None
+        self._detection: Detection | None = None
 
     # -- Channel -------------------------------------------------------------------------------
     @property
@@ -180,6 +186,10 @@ class RemotingProtocol(Protocol):
         self._last_active = self.clock.seconds()
         if self._closing:
             return
+        if self._preamble is not None:
+            data = self._read_preamble(data)
+            if not data:
+                return
         try:
             events = self.conn.receive_data_stepped(data, STEPPED_HEADER_BYTES)
         except CodecError as exc:
@@ -187,6 +197,33 @@ class RemotingProtocol(Protocol):
             return
         self._dispatch(events)
         self._flush()
+
+    def _read_preamble(self, data: bytes) -> bytes:
+        """5.x's HandshakeHandler: a first read under 12 bytes is dropped (Netty releases it); a PROXY
+        v1/v2 preamble is consumed and its source becomes the client's address; the rest goes on."""
+        assert self._preamble is not None
+        if self._detection is None:
+            detection = detect(data)
+            if detection is Detection.NEEDS_MORE_DATA:
+                return b""
+            if detection is Detection.INVALID:
+                self._preamble = None
+                return data
+            self._detection = detection
+        buffered = self._preamble + data
+        try:
+            decoded = decode_preamble(buffered, self._detection)
+        except ProxyProtocolError as exc:
+            self._undecodable(exc)
+            return b""
+        if decoded is None:
+            self._preamble = buffered
+            return b""
+        header, used = decoded
+        self._preamble = None
+        if header.client_addr is not None:
+            self._remote = header.client_addr
+        return buffered[used:]
 
     def _undecodable(self, exc: CodecError) -> None:
         # Frames that arrived whole before the broken one are served, as Netty would have; then the
@@ -312,12 +349,15 @@ class RemotingServerFactory(ServerFactory):
         version: int = SERVER_VERSION,
         on_close: Callable[[RemotingProtocol], None] | None = None,
         max_idle_seconds: float | None = DEFAULT_MAX_IDLE_SECONDS,
+        proxy_protocol: bool = False,
     ) -> None:
         self.dispatcher = dispatcher
         self.clock = clock
         self.version = version
         self.on_close_hook = on_close
         self.max_idle_seconds = max_idle_seconds
+        self.proxy_protocol = proxy_protocol
+        """5.x servers read an HAProxy PROXY preamble (always: 5.5.0 has no switch for it)."""
         self.channels: set[RemotingProtocol] = set()
 
     def buildProtocol(self, addr: Any) -> RemotingProtocol:
@@ -327,6 +367,7 @@ class RemotingServerFactory(ServerFactory):
             version=self.version,
             on_close=self._closed,
             max_idle_seconds=self.max_idle_seconds,
+            proxy_protocol=self.proxy_protocol,
         )
         proto.factory = self
         self.channels.add(proto)

@@ -89,7 +89,10 @@ class TwinServer:
 
             self.namesrv = NamesrvController(self.reactor, five=opts.config.five)
             factory = RemotingServerFactory(
-                self.namesrv.dispatcher, self.reactor, on_close=self.namesrv.channel_closed
+                self.namesrv.dispatcher,
+                self.reactor,
+                on_close=self.namesrv.channel_closed,
+                proxy_protocol=opts.config.five,  # 5.x servers read an HAProxy preamble
             )
             port = self.reactor.listenTCP(
                 opts.namesrv_port, self._with_tls(factory), backlog=LISTEN_BACKLOG, interface=opts.host
@@ -121,6 +124,7 @@ class TwinServer:
             self.reactor,
             on_close=on_close,
             max_idle_seconds=config.server_channel_max_idle_time_seconds,
+            proxy_protocol=config.five,  # 5.x servers read an HAProxy preamble
         )
         main_port, vip_port = self._listen_pair(opts.broker_port, factory)
         config.listen_port = _port_of(main_port)

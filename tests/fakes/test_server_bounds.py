@@ -149,3 +149,30 @@ def test_an_undecodable_frame_closes_gracefully_after_answering_the_frames_befor
     proto.dataReceived(_json_request(1) + struct.pack(">i", -1) + bytes(8))
     assert [a.opaque for a in _answers(transport)] == [1]
     assert transport.disconnecting  # loseConnection: FIN, not the RST of abortConnection
+
+
+def _proxy_connect() -> tuple[RemotingProtocol, StringTransport]:
+    return _connect(RemotingServerFactory(_dispatcher(), Clock(), proxy_protocol=True))
+
+
+def test_a_5x_server_takes_the_client_address_from_a_proxy_preamble() -> None:
+    proto, transport = _proxy_connect()
+    proto.dataReceived(b"PROXY TCP4 10.1.2.3 10.1.2.4 5555 10911\r\n" + _json_request(1))
+    assert [a.opaque for a in _answers(transport)] == [1]
+    assert proto.remote_addr == "10.1.2.3:5555"
+    plain, plain_transport = _proxy_connect()  # no preamble: frames as they come, the socket's address
+    plain.dataReceived(_json_request(2))
+    assert [a.opaque for a in _answers(plain_transport)] == [2] and plain.remote_addr == "127.0.0.1:5555"
+
+
+def test_a_5x_server_drops_a_first_read_under_twelve_bytes_as_netty_does() -> None:
+    proto, transport = _proxy_connect()
+    proto.dataReceived(struct.pack(">i", 0))
+    proto.dataReceived(_json_request(3))
+    assert [a.opaque for a in _answers(transport)] == [3] and not transport.disconnecting
+
+
+def test_a_bad_preamble_closes_the_connection() -> None:
+    proto, transport = _proxy_connect()
+    proto.dataReceived(b"PROXY TCP4 nonsense here\r\n" + _json_request(4))
+    assert _answers(transport) == [] and transport.disconnecting
