@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 
 BROKER_VERSION_DESC = "V4_9_8"
 BROKER_VERSION = 409
-V5_0_0 = 413
 CONFIG_BLACK_LIST = ("configBlackList", "brokerConfigPath")
 
 

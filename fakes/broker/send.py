@@ -61,7 +61,6 @@ if TYPE_CHECKING:
     from rmqtwin.store_mirror.config import TopicConfig
 
 V3_4_9 = 121
-V5_0_0 = 413
 DLQ_NUMS_PER_GROUP = 1
 
 _SEND_V2_CODES = (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)

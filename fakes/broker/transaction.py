@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rmqtwin.codec.codes import ResponseCode, version_ordinal
+from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.errors import HeaderFieldError
 from rmqtwin.codec.headers import (
     EndTransactionRequestHeader,
@@ -34,8 +34,6 @@ from rmqtwin.store_mirror.record import (
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
     from rmqtwin.fakes.broker.controller import BrokerController
-
-V5_0_0 = version_ordinal("5.0.0")
 
 
 class TransactionService:
