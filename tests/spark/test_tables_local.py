@@ -11,7 +11,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
-from rmqtwin.proxy.capture import read_records  # noqa: E402
+from rmqtwin.proxy.capture import FLAG_RAW, REC_FRAME, read_records  # noqa: E402
 from rmqtwin.proxy.stats import CaptureStats, percentile  # noqa: E402
 from rmqtwin.proxy.synth import synthesize  # noqa: E402
 from rmqtwin.spark.sources import plan_capture, read_segment_part  # noqa: E402
@@ -114,3 +114,73 @@ def test_damage_keeps_rows_up_to_it_and_says_why(tmp_path: Path, how: str, reaso
     skips = sum(1 for p in plan.parts for b in read_segment_part(p) for t in b["type"].to_pylist() if t == 0)
     expected = {"all but one": total - 1, "none": 0, "one": 1}[kept]
     assert rows - skips == expected
+
+
+def test_pcap_missing_segment_and_a_foreign_flow_are_rows_that_say_why(tmp_path: Path) -> None:
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.l2 import Ether
+    from scapy.utils import rdpcap, wrpcap
+
+    from rmqtwin.proxy.pcap import to_pcap
+    from rmqtwin.spark.sources import PcapFile, read_pcap
+
+    capture, whole, damaged = tmp_path / "c.rmqcap", tmp_path / "whole.pcap", tmp_path / "damaged.pcap"
+    synthesize(capture, frames=120, seed=4)
+    to_pcap(capture, whole)
+    packets = list(rdpcap(str(whole)))
+    carrying = [i for i, p in enumerate(packets) if bytes(p[TCP].payload)]
+    lost = carrying[len(carrying) // 2]
+    http = [
+        Ether() / IP(src="10.9.9.9", dst="10.0.0.2") / TCP(sport=5555, dport=8080, flags=f, seq=s, ack=a)
+        for f, s, a in (("S", 100, 0), ("A", 101, 501))
+    ]
+    http.insert(
+        1,
+        Ether()
+        / IP(src="10.0.0.2", dst="10.9.9.9")
+        / TCP(sport=8080, dport=5555, flags="SA", seq=500, ack=101),
+    )
+    http.append(
+        Ether()
+        / IP(src="10.9.9.9", dst="10.0.0.2")
+        / TCP(sport=5555, dport=8080, flags="PA", seq=101, ack=501)
+        / b"GET / HTTP/1.1\r\nHost: broker\r\n\r\n"
+    )
+    for p in http:
+        p.time = packets[-1].time
+    wrpcap(str(damaged), [p for i, p in enumerate(packets) if i != lost] + http)
+
+    def rows(path: Path) -> list[dict[str, object]]:
+        return [r for b in read_pcap(PcapFile(str(path), ())) for r in b.to_pylist()]
+
+    intact, hurt = rows(whole), rows(damaged)
+    assert not [r for r in intact if r["type"] == 0]
+    skips = {r["skip_reason"]: r["skipped_bytes"] for r in hurt if r["type"] == 0}
+    assert skips.keys() == {
+        "missing TCP segments (bytes never completed)",
+        "non-RocketMQ flows (1, kept as raw chunks)",
+    }
+    assert skips["missing TCP segments (bytes never completed)"] > 0
+    frames = [r for r in hurt if r["type"] == REC_FRAME and not r["flags"] & FLAG_RAW]
+    # every frame before the gap (and on the other flows) is still there; the one carried by the lost
+    # segment and those after it on that direction are not
+    assert 0 < len(frames) < sum(1 for r in intact if r["type"] == REC_FRAME)
+
+
+def test_store_torn_commitlog_tail_keeps_the_messages_before_it_and_says_why(tmp_path: Path) -> None:
+    from rmqtwin.spark.sources import CommitlogFile, read_commitlog_file
+    from tests.store_mirror.conftest import StoreFactory, make_msg
+
+    stores = StoreFactory(str(tmp_path / "store"))
+    store = stores.open()
+    written = [store.put_message(make_msg(body=b"m%d" % i)) for i in range(5)]
+    last = written[-1].append
+    assert last is not None
+    stores.close_all()
+    with open(tmp_path / "store" / "commitlog" / f"{0:020d}", "r+b") as f:
+        f.seek(last.wrote_offset + last.wrote_bytes)
+        f.write((500).to_bytes(4, "big") + b"\x5a" * 60)  # a record being written when the broker died
+    rows = [r for b in read_commitlog_file(CommitlogFile(str(tmp_path / "store"), 0)) for r in b.to_pylist()]
+    assert [r["body"] for r in rows if r["skip_reason"] is None] == [b"m%d" % i for i in range(5)]
+    torn = [(r["skip_reason"], r["skipped_bytes"]) for r in rows if r["skip_reason"] is not None]
+    assert torn == [("torn commitlog tail (an invalid record before the zero fill)", 64)]
