@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode, SerializeType
@@ -336,10 +337,14 @@ class _Synth:
         for queue_id in range(4):
             self.at(start + 10_000_000 + queue_id, pull(queue_id))
 
-    def run(self, frames: int) -> None:
+    def run(self, frames: int, progress: Callable[[int], None] | None = None, every: int = 100_000) -> None:
+        due = every
         while self.events and self.stats.frames < frames:
             now, _, action = heapq.heappop(self.events)
             action(now)  # type: ignore[operator]
+            if progress is not None and self.stats.frames >= due:
+                progress(self.stats.frames)
+                due += every
 
 
 def synthesize(
@@ -350,9 +355,11 @@ def synthesize(
     producers: int = 8,
     consumers: int = 4,
     rotate_bytes: int = 256 * 1024 * 1024,
+    progress: Callable[[int], None] | None = None,
 ) -> SynthStats:
     """Write about ``frames`` frames of synthetic traffic to the capture ``out`` (responses still due
-    at the cut are not written: those requests end unanswered, as in a capture stopped mid-flight)."""
+    at the cut are not written: those requests end unanswered, as in a capture stopped mid-flight);
+    ``progress`` is called with the frame count every 100,000 frames."""
     with CaptureWriter(
         out,
         rotate_bytes=rotate_bytes,
@@ -364,5 +371,5 @@ def synthesize(
             synth.producer(i + 1, f"Topic{i % 3}", f"ProducerGroup{i % 2}", i * 1_000_000)
         for i in range(consumers):
             synth.consumer(100 + i, f"Topic{i % 3}", f"ConsumerGroup{i % 2}", i * 1_000_000)
-        synth.run(frames)
+        synth.run(frames, progress)
     return synth.stats
