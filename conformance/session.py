@@ -21,8 +21,11 @@ the broker stops or is deleted; the copy of a broker still running may end in a 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import time
 import uuid
@@ -119,7 +122,7 @@ class _Tcpdump:
         expr = " or ".join(f"port {p}" for p in ports)
         with self.log.open("w") as log:
             self.process = subprocess.Popen(
-                [exe, "-i", "lo", "-n", "-U", "-s", "0", "-w", str(out), f"tcp and ({expr})"],
+                [exe, "-i", "lo", "-n", "-U", "-B", "32768", "-s", "0", "-w", str(out), f"tcp and ({expr})"],
                 stdout=subprocess.DEVNULL,
                 stderr=log,
             )
@@ -137,6 +140,26 @@ class _Tcpdump:
         self.stop()
         return f"tcpdump did not start listening within {timeout:.0f}s"
 
+    def drain(self, port: int, timeout: float = 60.0) -> str | None:
+        """Wait until tcpdump has written every packet sent so far: on a loaded machine it reads the
+        kernel's buffer seconds behind the traffic, and what it has not read when stopped is lost.
+        A connection attempt to ``port`` (one the filter captures) is the last packet; once it is in
+        the file, everything before it is. None when drained, else why not."""
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            sport = probe.getsockname()[1]
+            probe.settimeout(2.0)
+            with contextlib.suppress(OSError):
+                probe.connect(("127.0.0.1", port))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if sport in _source_ports(self.out):
+                return None
+            if self.process.poll() is not None:
+                return f"tcpdump exited with {self.process.returncode}"
+            time.sleep(0.1)
+        return f"tcpdump had not written the last packet after {timeout:.0f}s"
+
     def stop(self) -> str:
         """SIGINT (tcpdump flushes and closes the file), then its summary lines."""
         if self.process.poll() is None:
@@ -147,6 +170,22 @@ class _Tcpdump:
                 self.process.kill()
                 self.process.wait()
         return self.log.read_text(errors="replace")
+
+
+def _source_ports(pcap: Path) -> set[int]:
+    """TCP source ports of the IPv4 packets of an Ethernet (``-i lo``) pcap written so far."""
+    data = pcap.read_bytes()
+    ports: set[int] = set()
+    pos = 24
+    while pos + 16 <= len(data):
+        caplen = struct.unpack_from("<I", data, pos + 8)[0]
+        pkt = data[pos + 16 : pos + 16 + caplen]
+        pos += 16 + caplen
+        if len(pkt) >= 34 and pkt[12:14] == b"\x08\x00" and pkt[23] == 6:
+            ihl = (pkt[14] & 0x0F) * 4
+            if len(pkt) >= 14 + ihl + 2:
+                ports.add(struct.unpack_from(">H", pkt, 14 + ihl)[0])
+    return ports
 
 
 def _copy_store(store: Path, out: Path) -> Path:
@@ -260,9 +299,12 @@ def record_java_session(
     finally:
         if push is not None:
             push.kill()
-        if dump is not None:
-            say("tcpdump: " + " ".join(dump.stop().split()[-12:]))
         rc = proxy.stop()
+        if dump is not None:
+            lag = dump.drain(ns_port)
+            say("tcpdump: " + (f"{lag}; " if lag else "") + " ".join(dump.stop().split()[-12:]))
+            if lag is not None:
+                skipped, pcap = f"the pcap is incomplete: {lag}", None
     if rc != 0 or "Unhandled Error" in proxy.log():
         raise SessionError(f"rmqtwin proxy exited with {rc}:\n{proxy.log()[-4000:]}")
     store = _copy_store(rmq.store_dir, out / "store")
