@@ -9,6 +9,8 @@ RUN apt-get update -qq \
     && apt-get clean && rm -rf /var/lib/apt/lists/* /usr/share/doc /usr/share/man /usr/share/locale
 
 FROM python AS venv
+# Marks this stage's image, left untagged by the build, for 40-docker.sh's prune.
+LABEL org.rmqtwin.stage=venv
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
 COPY wheels /wheels
 RUN python3 -m venv /opt/rmqtwin \

@@ -3,12 +3,15 @@
 # The default run (CI: .ci/run -> make test) includes the real-Java-client evidence of every area against
 # real Apache RocketMQ 4.9.7 and 5.5.0 on one shared cluster per line: the fakes-vs-real conformance
 # scenarios, the twin broker behind a real name server, the proxy in front of a real cluster (broker kill
-# included) and the store interop both ways. Only the exhaustive variants (marker `slow`: the launcher's
+# included) and the store interop both ways, and where the docker set-up could run (make docker once;
+# otherwise they skip saying so) docker-compose.yml brought up with the Java client and the testcontainers
+# modules. Only the exhaustive variants (marker `slow`: the launcher's
 # own restart/two-broker checks, the 20-round crash test) are left out; RMQTWIN_TEST_ALL=1
 # (`make test-all`) runs them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+# The docker tests run here, so the set-up brings their images up to date with the tree (40-docker.sh).
+RMQTWIN_DOCKER_TESTS=1 bash scripts/setup.sh
 VENV=.venv
 echo "== ruff"
 "$VENV/bin/ruff" check .

@@ -1,7 +1,7 @@
 """docker-compose.yml brought up for real: the real Java client, on the host and in a container on the
 compose network, sends and consumes through each entry point (real RocketMQ, the recording proxy in
 front of it, rmqtwin); the proxy's capture opens with ``rmqtwin capture show``; ``down -v`` leaves
-nothing. Then the testcontainers modules: a twin's restart and SIGKILL keep what was acknowledged.
+nothing. The testcontainers modules are tested in test_containers.py.
 
 Images come from scripts/setup.d/40-docker.sh; without an engine these tests skip with its reason.
 """
@@ -22,8 +22,8 @@ from rmqtwin.conformance.java_client import JavaClient, target_dir
 from rmqtwin.conformance.launcher import free_port
 from rmqtwin.containers import RMQTWIN_IMAGE, ROCKETMQ_IMAGE
 
-# `slow`: the stack of four containers and a dozen client JVMs runs in make test-all.
-pytestmark = [pytest.mark.docker, pytest.mark.java, pytest.mark.slow, pytest.mark.xdist_group("docker")]
+# In make test wherever the docker set-up could run (scripts/setup.d/40-docker.sh says why not).
+pytestmark = [pytest.mark.docker, pytest.mark.java, pytest.mark.xdist_group("docker")]
 
 ROOT = Path(__file__).resolve().parent.parent
 ADVERTISED_NAMES = ("broker", "proxy", "rmqtwin")
