@@ -269,6 +269,20 @@ class DriverProcess:
             f"{''.join(self._stderr)[-4000:]}"
         )
 
+    def wait_for_count(self, kind: str, count: int, timeout: float = 60.0) -> None:
+        """Block until the driver has printed ``count`` events of ``kind`` (e.g. 200 "sent")."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while sum(1 for event in self.events if event.get("event") == kind) < count:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or (self.process.poll() is not None and not self._reader.is_alive()):
+                    raise AssertionError(
+                        f"{self.driver} printed fewer than {count} {kind!r} events "
+                        f"(rc={self.process.poll()}):\n"
+                        f"{''.join(self._stderr)[-4000:]}"
+                    )
+                self._cond.wait(min(remaining, 0.5))
+
     def result(self, timeout: float = 120.0) -> DriverResult:
         """Wait for the JVM to exit (killing it after ``timeout``) and return what it printed."""
         try:

@@ -1,5 +1,6 @@
-"""testcontainers modules: the twin (:class:`RmqtwinContainer`) and real Apache RocketMQ
-(:class:`RocketMQContainer`), each with ``get_namesrv_address()`` usable from the host.
+"""testcontainers modules: the twin (:class:`RmqtwinContainer`), real Apache RocketMQ
+(:class:`RocketMQContainer`) and the recording proxy in front of either (:class:`RecordingProxyContainer`),
+each with ``get_namesrv_address()`` usable from the host.
 
 RocketMQ clients dial the broker address the name server hands out, so each container publishes its
 broker port 1:1 on the host's loopback (a free port chosen here) and advertises ``127.0.0.1``; the name
@@ -10,9 +11,12 @@ server port is published anywhere. "Started" means the name server routes ``TBW1
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
+import tarfile
 import time
+from pathlib import Path
 from typing import cast
 
 from testcontainers.core.container import DockerContainer
@@ -23,6 +27,7 @@ from rmqtwin.probe import route_brokers
 __all__ = [
     "RMQTWIN_IMAGE",
     "ROCKETMQ_IMAGE",
+    "RecordingProxyContainer",
     "RmqtwinContainer",
     "RocketMQContainer",
     "docker_problem",
@@ -31,6 +36,8 @@ __all__ = [
 RMQTWIN_IMAGE = os.environ.get("RMQTWIN_IMAGE", "rmqtwin:local")
 ROCKETMQ_IMAGE = os.environ.get("ROCKETMQ_IMAGE", "rmqtwin-rocketmq:5.5.0")
 LOOPBACK = "127.0.0.1"
+PROXY_NAMESRV_PORT = 29876
+"""Container port of a :class:`RecordingProxyContainer`'s name server (in its cluster's namespace)."""
 
 
 def docker_problem(images: tuple[str, ...] = (RMQTWIN_IMAGE, ROCKETMQ_IMAGE)) -> str | None:
@@ -83,10 +90,16 @@ class _RoutedContainer(DockerContainer):
     def __init__(self, image: str, broker_port: int | None = None) -> None:
         super().__init__(image)
         self.broker_port = broker_port or free_broker_port()
+        # The ports of a RecordingProxyContainer that may join this network namespace later (a
+        # container sharing a namespace cannot publish ports of its own): its name server anywhere,
+        # its broker listener 1:1 like ours.
+        self.proxy_broker_port = free_broker_port({self.broker_port - 2, self.broker_port})
         # Published on the loopback only (docker-py's (host_ip, port) form).
         ports = cast("dict[object, object]", self.ports)
         ports[9876] = (LOOPBACK, free_port())
         ports[self.broker_port] = (LOOPBACK, self.broker_port)
+        ports[PROXY_NAMESRV_PORT] = (LOOPBACK, free_port())
+        ports[self.proxy_broker_port] = (LOOPBACK, self.proxy_broker_port)
 
     def get_namesrv_address(self) -> str:
         """``127.0.0.1:PORT``: what a client on the host puts in namesrvAddr."""
@@ -208,3 +221,69 @@ class RocketMQContainer(_RoutedContainer):
                 "exec sh mqbroker -n 127.0.0.1:9876 -c /home/rocketmq/broker.conf",
             ]
         )
+
+
+class RecordingProxyContainer(DockerContainer):
+    """``rmqtwin proxy`` in front of a started :class:`RmqtwinContainer` or :class:`RocketMQContainer`,
+    recording every frame to ``/captures/traffic.rmqcap`` in the container.
+
+    It joins the cluster container's network namespace, so it reaches the cluster's name server and
+    broker on that namespace's loopback, exactly at the addresses the cluster advertises, and serves on
+    the two ports the cluster container published for it (its name server anywhere, its broker listener
+    1:1, advertised as 127.0.0.1). Stop it before its cluster; a restart of the cluster container gives
+    it a new namespace, so start a new proxy after one."""
+
+    startup_timeout = 60.0
+    CAPTURES = "/captures"
+
+    def __init__(self, cluster: _RoutedContainer, image: str = RMQTWIN_IMAGE) -> None:
+        super().__init__(image)
+        self.cluster = cluster
+        self.with_kwargs(network_mode=f"container:{cluster.get_wrapped_container().id}")
+        self.with_command(
+            [
+                "proxy",
+                f"--upstream={LOOPBACK}:9876",
+                "--host=0.0.0.0",
+                f"--port={PROXY_NAMESRV_PORT}",
+                f"--advertise={LOOPBACK}",
+                f"--broker-port={cluster.proxy_broker_port}",
+                f"--capture={self.CAPTURES}/traffic.rmqcap",
+            ]
+        )
+
+    def get_namesrv_address(self) -> str:
+        """``127.0.0.1:PORT``: the proxy's name server from the host (routes point at the proxy)."""
+        return f"{LOOPBACK}:{self.cluster.get_exposed_port(PROXY_NAMESRV_PORT)}"
+
+    def get_broker_address(self) -> str:
+        return f"{LOOPBACK}:{self.cluster.proxy_broker_port}"
+
+    def start(self) -> RecordingProxyContainer:
+        _no_reaper()
+        super().start()
+        deadline = time.monotonic() + self.startup_timeout
+        last = "no answer"
+        while time.monotonic() < deadline:
+            try:
+                if self.get_broker_address() in route_brokers(self.get_namesrv_address(), timeout=2):
+                    return self
+                last = "no route through the proxy yet"
+            except (OSError, ValueError) as exc:
+                last = str(exc)
+            time.sleep(0.2)
+        out, err = self.get_logs()
+        raise TimeoutError(f"proxy not routing ({last}); logs:\n{(out + err).decode()[-3000:]}")
+
+    def get_captures(self, dest: Path, *, stop: bool = False) -> list[Path]:
+        """Copy the capture segments to ``dest`` on the host and return their paths.
+
+        A running proxy's capture holds what it has written so far; ``stop=True`` stops the proxy
+        first (SIGTERM), so every frame it read is in the files."""
+        container = self.get_wrapped_container()
+        if stop:
+            container.stop(timeout=30)
+        stream, _ = container.get_archive(self.CAPTURES)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            tar.extractall(dest, filter="data")
+        return sorted((dest / Path(self.CAPTURES).name).glob("traffic.rmqcap*"))

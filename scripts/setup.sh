@@ -33,7 +33,7 @@ fi
 
 # 3. Java side: each Maven project under the tree builds once per change of its sources (every module's
 #    target/ is build output, not source; a project without any target/ has not been built here).
-for pom in $(ls conformance/java/pom.xml tests/golden/java/pom.xml 2>/dev/null); do
+for pom in $(ls conformance/java/pom.xml tests/golden/java/pom.xml docker/testcontainers-java/pom.xml 2>/dev/null); do
   dir=$(dirname "$pom")
   key=$(echo "$dir" | tr '/' '_')
   want=$(find "$dir" -name target -prune -o -type f -print | sort | xargs sha256sum | sha256sum | cut -c1-16)
