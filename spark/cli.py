@@ -22,11 +22,21 @@ def register(subparsers: Any) -> None:
             "OUT/requests/*.parquet, OUT/summary.json and OUT/report.html."
         ),
     )
-    replay.add_argument("input", metavar="INPUT", help="a capture (rmqtwin proxy --capture FILE)")
+    replay.add_argument(
+        "input",
+        metavar="INPUT",
+        help="a capture (rmqtwin proxy --capture FILE) or an ingested Parquet directory (spark ingest --raw)",
+    )
     replay.add_argument("--target", required=True, metavar="NAMESRV_ADDR", help="the target's namesrv")
     replay.add_argument("--out", required=True, metavar="DIR")
     replay.add_argument("--speed", default="1", help="1, 10, any factor, or max (as fast as answered)")
     replay.add_argument("--scale", type=int, default=1, help="replay K copies of every connection")
+    replay.add_argument(
+        "--scale-topics",
+        choices=("same", "suffixed"),
+        default="same",
+        help="--scale copies share the topics (same) or copy K replays topic T as T-K (suffixed)",
+    )
     replay.add_argument("--duration", type=float, metavar="S", help="replay at most S seconds of schedule")
     replay.add_argument(
         "--only",
@@ -110,6 +120,7 @@ def _replay(args: argparse.Namespace) -> int:
         out=args.out,
         speed=speed,
         scale=args.scale,
+        suffix_topics=args.scale_topics == "suffixed",
         duration=args.duration,
         only=tuple(args.only),
         topic_prefix=args.topic_prefix,

@@ -378,11 +378,10 @@ class _Replayed:
         self.results.append(result)
 
     def _offset_shift(self, topic: str, queue: int) -> Callable[[int], int] | None:
-        key = (self.plan.broker_name or "", topic, queue)
-        rec = self.ctx.recorded_bases.get(key)
+        rec = self.ctx.recorded_bases.get((self.plan.broker_name or "", topic, queue))
         if rec is None:
             return None
-        tgt = self.ctx.target_bases.get(key, 0)
+        tgt = self.ctx.target_base(self.plan.broker_name, topic, queue, self.plan.copy)
         return lambda replayed: replayed - tgt + rec
 
     def _broker_request(self, cmd: RemotingCommand, now: int) -> None:

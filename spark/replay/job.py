@@ -49,6 +49,7 @@ class ReplayOptions:
     out: str
     speed: float | None = 1.0
     scale: int = 1
+    suffix_topics: bool = False
     duration: float | None = None
     only: tuple[str, ...] = ()
     topic_prefix: str = ""
@@ -217,6 +218,8 @@ def run_replay(opts: ReplayOptions, progress: Callable[[str], None] = print) -> 
         secret_key=opts.secret_key,
         renames=dict(opts.renames),
         topic_prefix=opts.topic_prefix,
+        suffix_topics=opts.suffix_topics,
+        scale=max(1, opts.scale),
         answer_timeout_s=opts.answer_timeout,
         duration_s=opts.duration,
     )

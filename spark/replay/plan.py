@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import orjson
 
@@ -23,9 +24,12 @@ from rmqtwin.codec.message import MessageConst, string_to_properties
 from rmqtwin.proxy.capture import (
     DIR_TO_CLIENT,
     DIR_TO_SERVER,
+    FLAG_DECODED,
     FLAG_RAW,
     REC_FRAME,
     REC_OPEN,
+    CaptureFormatError,
+    Endpoint,
     Record,
     read_records,
 )
@@ -329,5 +333,72 @@ def _recorded_bases(sends: list[tuple[str, Step]], broker_names: dict[str, str])
 
 
 def load_plan(path: str | os.PathLike[str]) -> CapturePlan:
-    """The plan of a capture file (all its segments)."""
+    """The plan of a capture file (all its segments), or of an ingested Parquet directory
+    (``rmqtwin spark ingest --raw``: the directory or its ``frames`` table)."""
+    where = Path(path)
+    if where.is_dir():
+        frames = where / "frames" if (where / "frames").is_dir() else where
+        return plan_records(_parquet_records(frames))
     return plan_records(read_records(path))
+
+
+def _parquet_records(frames_dir: Path) -> Iterator[Record]:
+    """An ingested ``frames`` table (``rmqtwin spark ingest --raw``) as capture records, in capture order:
+    an OPEN record (kind, recorded server) before each connection's first frame."""
+    import pyarrow.dataset as ds
+
+    columns = ["capture", "segment", "pos", "conn_id", "mono_ns", "wall_ns", "direction", "client", "server"]
+    columns += ["kind", "code", "opaque", "response", "oneway", "decoded", "raw_chunk", "raw"]
+    table = ds.dataset(str(frames_dir), format="parquet", partitioning="hive").to_table(columns=columns)
+    if table.num_rows and table.column("raw").null_count == table.num_rows:
+        raise CaptureFormatError(
+            f"{frames_dir} holds no frame bytes: ingest the capture with --raw to replay it"
+        )
+    table = table.sort_by(
+        [("mono_ns", "ascending"), ("capture", "ascending"), ("segment", "ascending"), ("pos", "ascending")]
+    )
+    ids: dict[tuple[str, int], int] = {}
+    for row in table.to_pylist():
+        key = (str(row["capture"]), int(row["conn_id"]))
+        conn_id = ids.get(key)
+        client, server = _endpoint(row["client"]), _endpoint(row["server"])
+        if conn_id is None:
+            conn_id = ids[key] = len(ids) + 1
+            meta = {"kind": row["kind"], "upstream": row["server"]}
+            yield Record(
+                REC_OPEN,
+                0,
+                0,
+                0,
+                row["mono_ns"],
+                row["wall_ns"],
+                conn_id,
+                client,
+                server,
+                0,
+                0,
+                0,
+                orjson.dumps(meta),
+            )
+        flags = (FLAG_RAW if row["raw_chunk"] else 0) | (FLAG_DECODED if row["decoded"] else 0)
+        rpc_flag = (RESPONSE_FLAG if row["response"] else 0) | (ONEWAY_FLAG if row["oneway"] else 0)
+        yield Record(
+            REC_FRAME,
+            int(row["direction"]),
+            flags,
+            0,
+            int(row["mono_ns"]),
+            int(row["wall_ns"]),
+            conn_id,
+            client,
+            server,
+            int(row["code"] or 0),
+            int(row["opaque"] or 0),
+            rpc_flag,
+            bytes(row["raw"] or b""),
+        )
+
+
+def _endpoint(text: str | None) -> Endpoint:
+    host, _, port = (text or "").rpartition(":")
+    return Endpoint(host.strip("[]") or "::", int(port) if port.isdigit() else 0)

@@ -117,5 +117,7 @@ def prepare_context(plan: CapturePlan, ctx: ReplayContext, broker_map: dict[str,
     ctx.client_ids = list(plan.client_ids)
     bases: dict[QueueKey, int] = {}
     for name, topic, queue in plan.recorded_bases:
-        bases[(name, topic, queue)] = _max_offset(brokers[name], ctx.topic(topic), queue)
+        for copy in range(max(1, ctx.scale) if ctx.suffix_topics else 1):
+            target_topic = ctx.topic(topic, copy)
+            bases[(name, target_topic, queue)] = _max_offset(brokers[name], target_topic, queue)
     ctx.target_bases = bases

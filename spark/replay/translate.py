@@ -10,6 +10,7 @@ credentials are re-signed. :class:`ReplayContext` is what every task needs (it p
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass, field
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
@@ -29,6 +30,8 @@ __all__ = ["ConnectionTranslator", "ReplayContext", "request_queue", "request_to
 
 UNIQ_KEY = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 SYSTEM_TOPIC_PREFIXES = ("%RETRY%", "%DLQ%", "RMQ_SYS_", "TBW102", "SCHEDULE_")
+_NAMED_RE = re.compile(rb'"(topic|groupName|consumerGroup|producerGroup)":"([^"]+)"')
+GROUP_FIELDS = ("consumerGroup", "producerGroup", "group")
 CLIENT_ID_FIELDS = ("clientID", "clientId", "consumerId")
 OFFSET_FIELDS: dict[int, tuple[str, ...]] = {
     RequestCode.PULL_MESSAGE: ("queueOffset", "commitOffset"),
@@ -75,28 +78,50 @@ class ReplayContext:
     secret_key: str | None = None
     renames: dict[str, str] = field(default_factory=dict)
     topic_prefix: str = ""
+    suffix_topics: bool = False
+    """``--scale`` copy K (K ≥ 1) replays topic T as T-K and group G as G-K (a group's consumers must
+    subscribe alike), retry and DLQ topics with them (else every copy shares topics and groups)."""
+    scale: int = 1
     answer_timeout_s: float = 30.0
     duration_s: float | None = None
 
     def suffix(self, copy: int) -> str:
         return f"-{self.run_id}" + (f"-{copy}" if copy else "")
 
-    def topic(self, recorded: str) -> str:
+    def topic(self, recorded: str, copy: int = 0) -> str:
+        """The target's name of a recorded topic for ``--scale`` copy ``copy`` (system, retry and DLQ
+        topics keep their names)."""
+        for prefix in ("%RETRY%", "%DLQ%"):
+            if recorded.startswith(prefix):
+                return prefix + self.group(recorded.removeprefix(prefix), copy)
         if recorded in self.renames:
-            return self.renames[recorded]
-        if self.topic_prefix and not recorded.startswith(
-            ("%RETRY%", "%DLQ%", "RMQ_SYS_", "TBW102", "SCHEDULE_")
-        ):
-            return self.topic_prefix + recorded
-        return recorded
+            name = self.renames[recorded]
+        elif recorded.startswith(SYSTEM_TOPIC_PREFIXES):
+            return recorded
+        else:
+            name = self.topic_prefix + recorded
+        return f"{name}-{copy}" if self.suffix_topics and copy else name
 
-    def translate_offset(self, broker: str | None, topic: str, queue: int, recorded: int) -> int:
+    def group(self, recorded: str, copy: int) -> str:
+        """The target's name of a producer or consumer group for ``--scale`` copy ``copy``."""
+        if not (self.suffix_topics and copy) or recorded.startswith(
+            ("CID_RMQ_SYS_", "CLIENT_INNER_PRODUCER")
+        ):
+            return recorded
+        return f"{recorded}-{copy}"
+
+    def target_base(self, broker: str | None, topic: str, queue: int, copy: int) -> int:
+        """The target's offset where the recorded queue's replay starts (its max offset before)."""
+        return self.target_bases.get((broker or "", self.topic(topic, copy), queue), 0)
+
+    def translate_offset(
+        self, broker: str | None, topic: str, queue: int, recorded: int, copy: int = 0
+    ) -> int:
         """``target base + (recorded - first recorded)``; unchanged for a queue the capture never saw."""
-        key = (broker or "", topic, queue)
-        base = self.recorded_bases.get(key)
+        base = self.recorded_bases.get((broker or "", topic, queue))
         if base is None or recorded < 0:
             return recorded
-        return max(0, self.target_bases.get(key, 0) + recorded - base)
+        return max(0, self.target_base(broker, topic, queue, copy) + recorded - base)
 
 
 @dataclass(slots=True)
@@ -113,6 +138,7 @@ class ConnectionTranslator:
     def __init__(self, ctx: ReplayContext, broker: str | None, copy: int) -> None:
         self.ctx = ctx
         self.broker = broker
+        self.copy = copy
         self.suffix = ctx.suffix(copy)
         self._cids = [(cid, cid + self.suffix) for cid in ctx.client_ids]
         self._body_cids = [(f'"{a}"'.encode(), f'"{b}"'.encode()) for a, b in self._cids]
@@ -145,17 +171,33 @@ class ConnectionTranslator:
                 self._end_transaction(ext)
             for name in ("topic", "b") if cmd.code in SEND_CODES else ("topic",):
                 if name in ext:
-                    ext[name] = self.ctx.topic(ext[name])
+                    ext[name] = self.ctx.topic(ext[name], self.copy)
+            for name in ("a",) if cmd.code in SEND_CODES else GROUP_FIELDS:
+                if name in ext:
+                    ext[name] = self.ctx.group(ext[name], self.copy)
             if cmd.code in SEND_CODES and self._uniq_gen is not None:
                 self._mint_ids(ext)
         if cmd.body and cmd.code not in SEND_CODES:
-            cmd.body = self.with_client_ids(cmd.body)
+            cmd.body = self._with_topics(self.with_client_ids(cmd.body))
 
     def with_client_ids(self, body: bytes) -> bytes:
         """A JSON body with the recorded client ids given the replay suffix."""
         for old, new in self._body_cids:
             body = body.replace(old, new)
         return body
+
+    def _with_topics(self, body: bytes) -> bytes:
+        """A JSON body (heartbeat subscriptions, locked queues, ...) naming the target's topics and groups."""
+        ctx = self.ctx
+        if not (ctx.renames or ctx.topic_prefix or (ctx.suffix_topics and self.copy)):
+            return body
+
+        def renamed(match: re.Match[bytes]) -> bytes:
+            key, value = match[1], match[2].decode()
+            new = ctx.topic(value, self.copy) if key == b"topic" else ctx.group(value, self.copy)
+            return b'"' + key + b'":"' + new.encode() + b'"'
+
+        return _NAMED_RE.sub(renamed, body)
 
     def sign(self, cmd: RemotingCommand) -> None:
         """Re-sign with the replay's credentials a request that was signed when recorded."""
@@ -183,7 +225,7 @@ class ConnectionTranslator:
         for name in fields:
             value = ext.get(name)
             if value is not None and value.lstrip("-").isdigit():
-                ext[name] = str(self.ctx.translate_offset(self.broker, topic, queue, int(value)))
+                ext[name] = str(self.ctx.translate_offset(self.broker, topic, queue, int(value), self.copy))
 
     def _end_transaction(self, ext: dict[str, str]) -> None:
         uniq = ext.get("msgId")

@@ -3,6 +3,7 @@ against another twin whose queue already holds other messages."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -104,3 +105,25 @@ def test_a_check_back_is_replayed_when_the_target_checks_the_replayed_half_messa
     # the target committed the replayed half message on the replayed check-back: the consumer pulled it
     assert [(q.replayed_messages, q.same_bodies_in_order) for q in queues] == [(1, True)]
     assert traffic.max_offset(target) == 2
+
+
+def test_scale_2_with_suffixed_topics_replays_a_second_copy_into_its_own_topic(
+    recorded: Path, rocketmq_factory: RocketMQFactory
+) -> None:
+    target = rocketmq_factory()
+    traffic.create_topic(target, prefill=2)
+    traffic.create_topic(target, prefill=0, topic=f"{traffic.TOPIC}-1")  # as an operator would
+    plan = load_plan(recorded)
+    ctx = ReplayContext(namesrv=target.namesrv_addr, brokers={}, speed=4.0, suffix_topics=True, scale=2)
+    prepare_context(plan, ctx, {})
+    copies = [dataclasses.replace(c, copy=k) for k in range(2) for c in plan.connections]
+    results, queues, _ = replay_connections(copies, ctx)
+    assert {(r.copy, r.verdict) for r in results} == {(0, "same"), (1, "same")}, [
+        (r.copy, r.code_name, r.detail) for r in results if r.verdict != "same"
+    ]
+    assert sorted((q.copy, q.topic, q.replayed_messages, q.same_bodies_in_order) for q in queues) == [
+        (0, traffic.TOPIC, 5, True),
+        (1, traffic.TOPIC, 5, True),
+    ]
+    assert traffic.max_offset(target) == 7
+    assert traffic.max_offset(target, topic=f"{traffic.TOPIC}-1") == 5  # copy 1's sends: its own topic

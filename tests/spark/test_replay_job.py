@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,3 +79,28 @@ def test_replay_job_writes_rows_summary_and_a_report_chromium_renders(
     ).stdout
     assert "REPLAY SAME: all 12 requests" in dom
     assert dom.count('src="data:image/png;base64,') == 2
+
+
+@pytest.mark.spark
+def test_an_ingested_parquet_directory_plans_as_its_capture(
+    recorded: Path, spark: Any, tmp_path: Path
+) -> None:
+    from rmqtwin.proxy.capture import CaptureFormatError
+    from rmqtwin.spark.ingest import ingest
+    from rmqtwin.spark.replay.plan import load_plan
+
+    ingest(spark, [str(recorded)], tmp_path / "raw", raw=True, progress=None)
+    ingest(spark, [str(recorded)], tmp_path / "plain", progress=None)
+    direct, parquet = load_plan(recorded), load_plan(tmp_path / "raw")
+    assert [(c.kind, c.server, c.broker_name, len(c.steps)) for c in parquet.connections] == [
+        (c.kind, c.server, c.broker_name, len(c.steps)) for c in direct.connections
+    ]
+    assert [s.frame for c in parquet.connections for s in c.steps] == [
+        s.frame for c in direct.connections for s in c.steps
+    ]
+    assert [s.answer for c in parquet.connections for s in c.steps] == [
+        s.answer for c in direct.connections for s in c.steps
+    ]
+    assert (parquet.recorded_bases, parquet.client_ids) == (direct.recorded_bases, direct.client_ids)
+    with pytest.raises(CaptureFormatError, match="ingest the capture with --raw"):
+        load_plan(tmp_path / "plain")

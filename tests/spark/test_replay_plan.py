@@ -221,3 +221,43 @@ def test_a_request_waits_for_the_answers_recorded_before_it_was_sent() -> None:
     assert not order.allows(pull)
     order.settle(send)
     assert order.allows(pull)
+
+
+def test_scale_copies_with_suffixed_topics_name_their_own_topics_queues_and_offsets() -> None:
+    ctx = ReplayContext(
+        namesrv="n:1",
+        brokers={},
+        recorded_bases={("broker-a", "T", 0): 100},
+        target_bases={("broker-a", "T", 0): 7, ("broker-a", "T-2", 0): 0},
+        client_ids=["c1"],
+        run_id="r",
+        suffix_topics=True,
+        scale=3,
+    )
+    assert [ctx.topic("T", k) for k in range(3)] == ["T", "T-1", "T-2"]
+    assert (ctx.topic("%RETRY%g", 2), ctx.group("g", 2), ctx.topic("%RETRY%g", 0)) == (
+        "%RETRY%g-2",
+        "g-2",
+        "%RETRY%g",
+    )
+    translator = ConnectionTranslator(ctx, "broker-a", 2)
+    pull = RemotingCommand(
+        code=RequestCode.PULL_MESSAGE,
+        ext_fields={"topic": "T", "queueId": "0", "queueOffset": "103", "commitOffset": "0"},
+    )
+    translator.request(pull)
+    assert (pull.ext("topic"), pull.ext("queueOffset")) == ("T-2", "3")
+    beat = RemotingCommand(
+        code=RequestCode.HEART_BEAT,
+        body=b'{"clientID":"c1","consumerDataSet":[{"subscriptionDataSet":[{"topic":"T"},'
+        b'{"topic":"%RETRY%g"}]}]}',
+    )
+    translator.request(beat)
+    assert beat.body == (
+        b'{"clientID":"c1-r-2","consumerDataSet":[{"subscriptionDataSet":[{"topic":"T-2"},'
+        b'{"topic":"%RETRY%g-2"}]}]}'
+    )
+    copy0 = ConnectionTranslator(ctx, "broker-a", 0)
+    send = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields={"b": "T", "e": "0"})
+    copy0.request(send)
+    assert send.ext("b") == "T"

@@ -145,10 +145,10 @@ def heartbeat(client_id: str, *, consumer: bool) -> RemotingCommand:
     return create_request(RequestCode.HEART_BEAT, body=orjson.dumps(body))
 
 
-def create_topic(twin: RunningTwin, prefill: int) -> None:
+def create_topic(twin: RunningTwin, prefill: int, topic: str = TOPIC) -> None:
     """The test topic (2 queues) with ``prefill`` messages already in queue 0 (so offsets differ)."""
     create = {
-        "topic": TOPIC,
+        "topic": topic,
         "defaultTopic": "TBW102",
         "readQueueNums": "2",
         "writeQueueNums": "2",
@@ -256,8 +256,8 @@ def consumer_offset(twin: RunningTwin, queue: int = 0) -> int:
     return int(answer.ext("offset") or -1)
 
 
-def max_offset(twin: RunningTwin, queue: int = 0) -> int:
-    request = create_request(RequestCode.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": str(queue)})
+def max_offset(twin: RunningTwin, queue: int = 0, topic: str = TOPIC) -> int:
+    request = create_request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": str(queue)})
     return int(call(twin.broker_addr, request).ext("offset") or -1)
 
 
