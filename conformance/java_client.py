@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rmqtwin.children import dies_with_parent
 from rmqtwin.conformance.launcher import (
     JAVA17_OPENS,
     JAVA_PROJECT_DIR,
@@ -374,7 +375,7 @@ class JavaClient:
         env["ROCKETMQ_HOME"] = str(home)
         env.pop("NAMESRV_ADDR", None)
         process = subprocess.Popen(
-            self._command(main_class, args, home, quick=quick, archive=archive),
+            dies_with_parent(self._command(main_class, args, home, quick=quick, archive=archive)),
             cwd=home,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -71,6 +71,8 @@ from types import TracebackType
 
 import yaml
 
+from rmqtwin.children import dies_with_parent
+
 __all__ = [
     "DEFAULT_BROKER_CONF",
     "VERSIONS",
@@ -516,7 +518,7 @@ def start_java(
     stdout_path = home / "stdout.log"
     with stdout_path.open("wb") as out:
         process = subprocess.Popen(
-            command,
+            dies_with_parent(command),
             cwd=home,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 
+from rmqtwin.children import dies_with_parent
+
 READY_PATTERN = re.compile(r"rmqtwin ready: (.*)")
 START_TIMEOUT = 60.0
 
@@ -177,7 +179,9 @@ def start_subprocess(
     ]
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode caching halves the start-up time
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    process = subprocess.Popen(
+        dies_with_parent(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     assert process.stdout is not None
     output: list[str] = []
     found: dict[str, str] = {}
