@@ -8,9 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
+from operator import mul
 
 DEFAULT_MAP_CAPACITY = 16
 """``new HashMap<>()``."""
+
+
+_POWERS_SPAN = 512
+_POWERS_OF_31 = [pow(31, _POWERS_SPAN - 1 - i, 1 << 32) for i in range(_POWERS_SPAN)]
+"""31^511 .. 31^0 mod 2^32: the weights of an ASCII string's characters in ``String.hashCode``."""
 
 
 @lru_cache(maxsize=8192)
@@ -18,8 +24,14 @@ def java_string_hash(value: str) -> int:
     """``String.hashCode()`` (over UTF-16 code units) as a signed 32-bit int."""
     h = 0
     if value.isascii():
-        for ch in value.encode("ascii"):
-            h = (31 * h + ch) & 0xFFFFFFFF
+        data = value.encode("ascii")
+        n = len(data)
+        if n <= _POWERS_SPAN:
+            # s[0]*31^(n-1) + ... + s[n-1] (mod 2^32), summed at C speed: the loop below, unrolled.
+            h = sum(map(mul, data, _POWERS_OF_31[_POWERS_SPAN - n :])) & 0xFFFFFFFF
+        else:
+            for ch in data:
+                h = (31 * h + ch) & 0xFFFFFFFF
     else:
         units = value.encode("utf-16-be", "surrogatepass")
         for i in range(0, len(units), 2):

@@ -9,6 +9,7 @@ import struct
 import time
 from collections.abc import Callable
 from datetime import datetime, tzinfo
+from functools import lru_cache
 from typing import NamedTuple
 
 from rmqtwin.codec.errors import MessageEncodeError, MessageIdError
@@ -30,8 +31,11 @@ __all__ = [
 # Hosts and msgIds
 
 
+@lru_cache(maxsize=1024)
 def _host_bytes(host: Host) -> bytes:
-    """Address + port as ``MessageExt.socketAddress2ByteBuffer`` writes them (8 or 20 bytes)."""
+    """Address + port as ``MessageExt.socketAddress2ByteBuffer`` writes them (8 or 20 bytes).
+
+    Cached: a broker sees a handful of hosts, and every record and offset msgId needs theirs."""
     address, port = host
     try:
         if ":" in address:
