@@ -1,4 +1,4 @@
-.PHONY: run test test-all setup docker
+.PHONY: run test test-all setup docker bench
 
 # Set up and run rmqtwin on its embedded default (namesrv 9876, broker 10911, ./rmqtwin-store).
 run:
@@ -21,3 +21,8 @@ setup:
 # project images: minutes, once); make test then only rebuilds the project's images when they change.
 docker:
 	RMQTWIN_DOCKER=1 bash scripts/setup.sh
+
+# Issue 17's benchmarks (codec, store, broker against real 5.5.0, proxy), then the table of figures
+# against their references and targets. Run on a quiet machine; BENCH_ARGS=--quick for a smoke run.
+bench:
+	.venv/bin/python benchmarks/run_all.py $(BENCH_ARGS)

@@ -11,7 +11,7 @@ fixed 21-byte part for binary rows. On a shared, loaded machine the µs figures 
 multiples barely move, so compare those. Operations are timed in interleaved rounds (each round times
 every operation once) and the best round counts, so a burst of load hits all of them alike.
 
-Targets: JSON header decode <= 3 µs, binary header decode <= 2 µs, pull bodies >= 100 MB/s.
+Targets (issue 17): JSON and binary header decode <= 2 µs, pull bodies >= 300 MB/s.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from functools import partial
 from typing import Any
 
 import orjson
+from common import Figures, load_note, write_figures
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode, SerializeType
 from rmqtwin.codec.command import (
@@ -140,11 +141,12 @@ def _row(name: str, hot_us: float, con_us: float | None, size: int | None = None
 _FIXED_PART = struct.Struct(">hBhiiii")  # code, language, version, opaque, flag, remark len, map len
 
 
-def _header_rows(number: int, rounds: int) -> None:
+def _header_rows(number: int, rounds: int) -> dict[str, float]:
     """Header decode and encode: hot path, the same-round reference and construct, per command."""
     request = create_request(RequestCode.SEND_MESSAGE_V2, dict(SEND_V2_EXT), b"x" * 256, opaque=12345)
     response = create_response(request, ResponseCode.SUCCESS, ext_fields=dict(SEND_RESPONSE_EXT))
     slow_number = max(number // 20, 5)
+    figures: dict[str, float] = {}
     print(f"{'header operation':<46}{'hot µs':>10}{'ref µs':>9}{'hot/ref':>9}{'constr. µs':>12}{'ratio':>8}")
     for label, st in (("JSON", SerializeType.JSON), ("binary", SerializeType.ROCKETMQ)):
         request.serialize_type = st
@@ -168,6 +170,7 @@ def _header_rows(number: int, rounds: int) -> None:
                 },
                 rounds,
             )
+            figures[f"decode {what} ({label}) us"] = t["decode"]
             for op in ("decode", "encode"):
                 hot, con = t[op], t[f"construct {op}"]
                 print(
@@ -176,18 +179,21 @@ def _header_rows(number: int, rounds: int) -> None:
                 )
     ref_names = "orjson.loads(header) for JSON, struct.unpack_from(fixed 21 bytes) for binary"
     print(f"  ref = {ref_names}; ratio = construct / hot")
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
+    parser.add_argument("--json", help="write the figures here (for run_all.py)")
     args = parser.parse_args(argv)
     number, repeat = (100, 5) if args.quick else (200, 100)
 
     print(f"python {sys.version.split()[0]}; best of {repeat} batches; µs per operation")
     # machine speed reference: about 0.6 µs on an idle modern x86 core
     print(f"machine reference: sum(range(100)) {_best_us(lambda: sum(range(100)), number, repeat):.2f} µs")
-    _header_rows(number, repeat)
+    print(load_note())
+    figures: Figures = dict(_header_rows(number, repeat))
     print()
     print(f"{'operation':<46}{'hot µs':>10}{'constr. µs':>11}{'ratio':>8}")
     request = create_request(RequestCode.SEND_MESSAGE_V2, dict(SEND_V2_EXT), b"x" * 256, opaque=12345)
@@ -229,12 +235,15 @@ def main(argv: list[str] | None = None) -> int:
         records.append(encode_message_record(msg))
     body = b"".join(records)
     assert len(decode_message_records(body)) == 32
+    pull_us = _best_us(lambda: decode_message_records(body), 5, max(repeat // 2, 3))
     _row(
         f"decode pull body, 32 msgs ({len(body)} B)",
-        _best_us(lambda: decode_message_records(body), 5, max(repeat // 2, 3)),
+        pull_us,
         _best_us(lambda: MESSAGE_RECORDS.parse(body), 1, max(repeat // 10, 3)),
         len(body),
     )
+    figures["pull body MB/s"] = len(body) / pull_us
+    write_figures(args.json, figures)
     return 0
 
 

@@ -5,10 +5,10 @@ Prints TPS, p50/p99 latency, the ratios, the proxy's peak RSS, the capture rate 
 and the capture writer's own ceiling (records packed and written as fast as one thread can).
 
     .venv/bin/python benchmarks/bench_proxy.py [--version 4.9|5] [--threads 16] [--body 1024]
-        [--seconds 20] [--rounds 2]
+        [--seconds 20] [--rounds 2] [--profile DIR] [--json FILE]
 
 Rounds alternate direct and proxied runs so that a noisy neighbour hurts both alike.
-Targets: proxied TPS >= 0.8x direct, p50 added <= 1 ms.
+Targets (issue 17): proxied TPS >= 0.95x direct, p50 added <= 0.1 ms, proxy CPU <= 15 µs per message.
 """
 
 from __future__ import annotations
@@ -18,38 +18,12 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-
-def rss_kib(pid: int) -> int:
-    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if row.startswith("VmRSS:"):
-            return int(row.split()[1])
-    return 0
-
-
-class PeakRss(threading.Thread):
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid = pid
-        self.peak = 0
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.wait(0.2):
-            try:
-                self.peak = max(self.peak, rss_kib(self.pid))
-            except OSError:
-                return
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from common import PeakRss, Profile, cpu_seconds, profile_top, rss_kib, write_figures
 
 
 def capture_bytes(capture: Path) -> int:
@@ -113,6 +87,8 @@ def main() -> int:
     parser.add_argument("--body", type=int, default=1024)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--profile", help="py-spy the capturing proxy in its runs; raw profiles go here")
+    parser.add_argument("--json", help="write the figures here (for run_all.py)")
     args = parser.parse_args()
 
     from rmqtwin.conformance.java_client import JavaClient
@@ -126,9 +102,9 @@ def main() -> int:
         capture = Path(tmp) / "bench.rmqcap"
         proxy = start_proxy(rmq.namesrv_addr, capture)
         plain = start_proxy(rmq.namesrv_addr, Path(tmp) / "plain.rmqcap", record=False)
-        rss = PeakRss(proxy.process.pid)
-        rss.start()
-        idle_rss = rss_kib(proxy.process.pid)
+        rss = PeakRss(lambda: [proxy.process.pid])
+        rss.__enter__()
+        idle_rss = rss_kib([proxy.process.pid])
         namesrv = {"direct": rmq.namesrv_addr, "proxy": proxy.namesrv, "forward-only": plain.namesrv}
         pids = {"proxy": proxy.process.pid, "forward-only": plain.process.pid}
         cpu_us: dict[str, list[float]] = {"proxy": [], "forward-only": []}
@@ -143,19 +119,31 @@ def main() -> int:
                 for name in names[shift:] + names[:shift]:
                     runs_of = runs[name]
                     pid = pids.get(name)
-                    cpu0 = cpu_seconds(pid) if pid else 0.0
-                    runs_of.append(bench(client, namesrv[name], args, f"Bench{name.title()}{i}"))
+                    cpu0 = cpu_seconds([pid]) if pid else 0.0
+                    profile: AbstractContextManager[object] = (
+                        Profile(pid, Path(args.profile) / f"proxy-capture-{i}.txt")
+                        if args.profile and name == "proxy"
+                        else nullcontext()
+                    )
+                    with profile:
+                        runs_of.append(bench(client, namesrv[name], args, f"Bench{name.title()}{i}"))
+                    if isinstance(profile, Profile):
+                        print(
+                            "\n".join(
+                                [profile.skipped or ""] if profile.skipped else profile_top(profile.path)
+                            )
+                        )
                     if pid:
                         # all sends of the run, warm-up included, over the proxy's CPU time meanwhile
                         sent = runs_of[-1]["sent"] * (1 + 3.0 / (runs_of[-1]["durationMs"] / 1000))
-                        cpu_us[name].append((cpu_seconds(pid) - cpu0) / max(sent, 1) * 1e6)
+                        cpu_us[name].append((cpu_seconds([pid]) - cpu0) / max(sent, 1) * 1e6)
                 recorded = capture_bytes(capture) - before
                 recorded_bytes += recorded
                 recorded_seconds += runs["proxy"][-1]["durationMs"] / 1000 + 3.0  # measured run + warm-up
                 tps = ", ".join(f"{name} {r[-1]['tps']:.0f} TPS" for name, r in runs.items())
                 print(f"round {i + 1}: {tps}, capture +{recorded / 1e6:.1f} MB", flush=True)
         finally:
-            rss.stop.set()
+            rss.__exit__()
             proxy.stop(timeout=60)
             plain.stop(timeout=60)
         total_capture = capture_bytes(capture)
@@ -216,11 +204,25 @@ def main() -> int:
         + ", ".join(f"{d:+.3f}" for d in deltas)
         + f" ms (median {statistics.median(deltas):+.3f} ms)"
     )
-    ok_tps = statistics.median(ratios) >= 0.8
-    ok_p50 = statistics.median(deltas) <= 1.0
+    ok_tps = statistics.median(ratios) >= 0.95
+    ok_p50 = statistics.median(deltas) <= 0.1
+    ok_cpu = statistics.median(cpu_us["proxy"]) <= 15
     print(
-        f"targets (proxy+capture, paired medians): TPS >= 0.8x direct: {'met' if ok_tps else 'MISSED'}; "
-        f"p50 +<= 1 ms: {'met' if ok_p50 else 'MISSED'}"
+        f"targets (proxy+capture, paired medians): TPS >= 0.95x direct: {'met' if ok_tps else 'MISSED'}; "
+        f"p50 +<= 0.1 ms: {'met' if ok_p50 else 'MISSED'}; CPU <= 15 us/message: "
+        f"{'met' if ok_cpu else 'MISSED'}"
+    )
+    write_figures(
+        args.json,
+        {
+            "direct tps": d_tps,
+            "proxy tps": med("proxy", "tps"),
+            "tps ratio": statistics.median(ratios),
+            "direct p50 ms": med("direct", "latencyP50Ms"),
+            "p50 added ms": statistics.median(deltas),
+            "cpu us": statistics.median(cpu_us["proxy"]),
+            "forward-only cpu us": statistics.median(cpu_us["forward-only"]),
+        },
     )
     return 0
 

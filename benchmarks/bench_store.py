@@ -1,6 +1,9 @@
 """Store append throughput next to the raw sequential write rate of the same disk, measured in one run.
 
-    .venv/bin/python benchmarks/bench_store.py [--messages N] [--body 1024] [--dir DIR]
+    .venv/bin/python benchmarks/bench_store.py [--messages N] [--body 1024] [--dir DIR] [--json FILE]
+
+Targets (issue 17): ASYNC_FLUSH >= 200k msgs/s of 1 KiB on one thread, SYNC_FLUSH with group commit
+>= 100k msgs/s.
 
 Prints, for 1 KiB messages: raw write+fsync of a file of the same size (MB/s), the store in ASYNC_FLUSH
 and SYNC_FLUSH (MB/s, msgs/s, ratio to raw), and how responsive the reactor stays while SYNC_FLUSH
@@ -15,6 +18,8 @@ import shutil
 import tempfile
 import time
 from typing import Any
+
+from common import load_note, write_figures
 
 from rmqtwin.store_mirror.flush import TwistedFlushDriver
 from rmqtwin.store_mirror.message_store import DefaultMessageStore, MessageStoreConfig, PutMessageStatus
@@ -144,13 +149,14 @@ def main() -> None:
     parser.add_argument("--body", type=int, default=1024)
     parser.add_argument("--in-flight", type=int, default=64)
     parser.add_argument("--dir", default=None, help="where to write (default: a temp dir)")
+    parser.add_argument("--json", help="write the figures here (for run_all.py)")
     args = parser.parse_args()
     base = tempfile.mkdtemp(prefix="bench-store-", dir=args.dir)
     try:
         elapsed, size = bench_async(os.path.join(base, "async"), args.messages, args.body)
         raw = raw_disk_rate(base, size)
         async_mb = size / elapsed / 1e6
-        print(f"messages {args.messages} x {args.body} B body; stored bytes {size}")
+        print(f"messages {args.messages} x {args.body} B body; stored bytes {size}; {load_note()}")
         print(f"raw sequential write+fsync  {raw:8.1f} MB/s")
         print(
             f"ASYNC_FLUSH append          {async_mb:8.1f} MB/s  {args.messages / elapsed:9.0f} msgs/s"
@@ -164,6 +170,18 @@ def main() -> None:
         print(
             f"SYNC_FLUSH  append          {sync_mb:8.1f} MB/s  {args.sync_messages / s_elapsed:9.0f} msgs/s"
             f"  ratio to raw {sync_mb / raw_sync:5.2f}  ({args.in_flight} in flight, group commit)"
+        )
+        write_figures(
+            args.json,
+            {
+                "raw MB/s": raw,
+                "record bytes": size / args.messages,
+                "async msgs/s": args.messages / elapsed,
+                "async MB/s": async_mb,
+                "sync msgs/s": args.sync_messages / s_elapsed,
+                "sync MB/s": sync_mb,
+                "raw sync MB/s": raw_sync,
+            },
         )
         p50, p99 = gaps[len(gaps) // 2], gaps[int(len(gaps) * 0.99)]
         print(

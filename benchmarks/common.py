@@ -1,0 +1,152 @@
+"""What the benchmarks share: process CPU and memory from /proc, the machine's load, figures handed to
+``run_all.py`` as JSON, and py-spy profiles of a running server summarised to their top entries."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+Figures = dict[str, float | int | str | None]
+
+
+def cpu_seconds(pids: Iterable[int]) -> float:
+    """User + system CPU time of the processes so far (all their threads), summed."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def rss_kib(pids: Iterable[int]) -> int:
+    """Resident set size of the processes, summed (VmRSS from /proc)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+                for line in fh:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except OSError:
+            continue
+    return total
+
+
+class PeakRss:
+    """Samples RSS every 200 ms in a thread while the load runs."""
+
+    def __init__(self, pids: Callable[[], list[int]]) -> None:
+        self.pids = pids
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, rss_kib(self.pids()))
+            self._stop.wait(0.2)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def load_note() -> str:
+    """The load averages, printed beside figures measured on a shared machine."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
+
+
+def write_figures(path: str | None, figures: Figures) -> None:
+    """Hand a benchmark's figures to ``run_all.py`` (``--json PATH``); nothing without a path."""
+    if path:
+        Path(path).write_text(json.dumps({**figures, "load": load_note()}, indent=1))
+
+
+class Profile:
+    """``py-spy record`` attached to a running process for the life of the ``with`` block.
+
+    Raw (collapsed-stack) output goes to ``path``; :func:`profile_top` reads it. Without py-spy on the
+    PATH or in this interpreter's bin directory the block runs unprofiled and ``skipped`` says why.
+    """
+
+    def __init__(self, pid: int, path: Path, rate: int = 200) -> None:
+        self.pid, self.path, self.rate = pid, path, rate
+        self.skipped: str | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> Profile:
+        exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        if not Path(exe).exists():
+            self.skipped = "py-spy is not installed (pip install -e '.[dev]')"
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._proc = subprocess.Popen(
+            [exe, "record", "--pid", str(self.pid), "-r", str(self.rate), "-f", "raw", "-o", str(self.path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is None:
+            return
+        self._proc.send_signal(2)  # py-spy writes its output on SIGINT
+        try:
+            _, err = self._proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            _, err = self._proc.communicate()
+        if not self.path.exists():
+            self.skipped = f"py-spy wrote nothing: {err.decode(errors='replace').strip()[-300:]}"
+
+
+def profile_top(path: Path, count: int = 12) -> list[str]:
+    """The top ``count`` functions of a py-spy raw profile by own samples, then by inclusive samples."""
+    own: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack or not n.isdigit():
+            continue
+        samples = int(n)
+        total += samples
+        frames = [_function(f) for f in stack.split(";")]
+        own[frames[-1]] += samples
+        for frame in set(frames):
+            inclusive[frame] += samples
+    if not total:
+        return [f"{path.name}: no samples"]
+    lines = [f"{path.name}: {total} samples; own time:"]
+    lines += [f"  {100 * n / total:5.1f}%  {f}" for f, n in own.most_common(count)]
+    lines.append("inclusive (callers included):")
+    lines += [f"  {100 * n / total:5.1f}%  {f}" for f, n in inclusive.most_common(count)]
+    return lines
+
+
+def _function(frame: str) -> str:
+    """``name (file:line)`` without the line, so one function's lines add up."""
+    head, sep, _ = frame.rpartition(":")
+    return f"{head})" if sep and head.count("(") == 1 else frame
+
+
+def ratio_line(name: str, value: float, reference: float, target: str, met: bool) -> str:
+    """``name value/reference = ratio (target ...): met|MISSED``."""
+    ratio = value / reference if reference else float("inf")
+    return f"{name}: {ratio:.2f}x (target {target}): {'met' if met else 'MISSED'}"
