@@ -79,7 +79,8 @@ def write_figures(path: str | None, figures: Figures) -> None:
 
 
 class Profile:
-    """``py-spy record`` attached to a running process for the life of the ``with`` block.
+    """``py-spy record --gil`` attached to a running process for the life of the ``with`` block: only
+    the thread holding the GIL is sampled, so waits (epoll, the flush thread idling) stay out.
 
     Raw (collapsed-stack) output goes to ``path``; :func:`profile_top` reads it. Without py-spy on the
     PATH or in this interpreter's bin directory the block runs unprofiled and ``skipped`` says why.
@@ -96,8 +97,9 @@ class Profile:
             self.skipped = "py-spy is not installed (pip install -e '.[dev]')"
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        command = [exe, "record", "--gil", "--pid", str(self.pid), "-r", str(self.rate)]
         self._proc = subprocess.Popen(
-            [exe, "record", "--pid", str(self.pid), "-r", str(self.rate), "-f", "raw", "-o", str(self.path)],
+            [*command, "-f", "raw", "-o", str(self.path)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -144,9 +146,3 @@ def _function(frame: str) -> str:
     """``name (file:line)`` without the line, so one function's lines add up."""
     head, sep, _ = frame.rpartition(":")
     return f"{head})" if sep and head.count("(") == 1 else frame
-
-
-def ratio_line(name: str, value: float, reference: float, target: str, met: bool) -> str:
-    """``name value/reference = ratio (target ...): met|MISSED``."""
-    ratio = value / reference if reference else float("inf")
-    return f"{name}: {ratio:.2f}x (target {target}): {'met' if met else 'MISSED'}"

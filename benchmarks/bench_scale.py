@@ -1,0 +1,468 @@
+"""How cost grows: the twin beside real Apache RocketMQ on the same inputs, with plots.
+
+    .venv/bin/python benchmarks/bench_scale.py [--quick] [--only topics,store,connections]
+        [--version 5] [--dir DIR] [--out build/bench-scale]
+
+Curves (each point: the twin and the real broker, one after the other, on the same input):
+
+* ``topics``: a ``config/topics.json`` of N topics x 8 queues in a fresh store; launch-to-ready time
+  (the broker registered every topic with its name server), the servers' RSS, and the median
+  GET_ROUTEINFO_BY_TOPIC time for topics picked at random. N = 1k, 10k, 50k (quick: 200, 1k).
+* ``store``: a commitlog of S bytes written by the twin's store (byte-compatible, so the real broker
+  starts on the very same files): launch-to-ready after a clean stop and after kill -9, RSS after
+  start. S = 1 GiB, 10 GiB (quick: 64, 256 MiB). Then a queue of M small messages: RSS with that
+  backlog and the median PULL_MESSAGE time (32 messages) at the head and at the deep end of the queue.
+  M = 10M (quick: 200k).
+* ``connections``: N client connections each with one answered request open on the broker, the
+  broker's RSS and the median time of a request on another connection; then P long-poll pulls parked
+  (suspended on an empty queue) over the same connections. N = 100, 1k, 5k, P = 10k (quick: 100,
+  500; 1k).
+
+Prints a table per curve (twin, real, twin/real) and writes PNG plots to ``--out``. Where the twin's
+cost grows faster than the real broker's, the ratio column climbs with N: the docstring of each
+curve's function says what drives it. The store curve writes up to 11 GiB under ``--dir`` (default a
+temp dir) and removes it afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from common import load_note, rss_kib
+
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.command import RemotingCommand, create_request
+from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
+from rmqtwin.codec.headers import PullMessageRequestHeader, to_ext_fields
+from rmqtwin.conformance.launcher import RealRocketMQ
+from rmqtwin.fakes.pytest_plugin import start_subprocess
+
+TOPIC = "ScaleTopic"
+QUEUES = 8
+PULL_SUSPEND = 0x2 | 0x4  # PullSysFlag FLAG_SUSPEND | FLAG_SUBSCRIPTION
+
+
+# --- a blocking client on the sans-IO codec --------------------------------------------------------
+
+
+class Client:
+    """One connection; :meth:`call` sends a request and waits for its answer."""
+
+    def __init__(self, addr: str, timeout: float = 30.0) -> None:
+        host, _, port = addr.rpartition(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.conn = RemotingConnection()
+
+    def send(self, request: RemotingCommand, timeout: float = 30.0) -> None:
+        self.conn.send_request(request, now=time.monotonic(), timeout=timeout)
+        self.sock.sendall(self.conn.data_to_send())
+
+    def call(self, request: RemotingCommand) -> RemotingCommand:
+        self.send(request)
+        while True:
+            data = self.sock.recv(1 << 20)
+            if not data:
+                raise ConnectionError("closed before answering")
+            for event in self.conn.receive_data(data):
+                if isinstance(event, ResponseReceived):
+                    return event.command
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def median_ms(fn: Callable[[], object], n: int) -> float:
+    times = []
+    for _ in range(n):
+        started = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def pull_request(group: str, topic: str, queue: int, offset: int, suspend_ms: int = 0) -> RemotingCommand:
+    header = PullMessageRequestHeader(
+        consumer_group=group,
+        topic=topic,
+        queue_id=queue,
+        queue_offset=offset,
+        max_msg_nums=32,
+        sys_flag=PULL_SUSPEND if suspend_ms else 0x4,
+        commit_offset=0,
+        suspend_timeout_millis=suspend_ms,
+        subscription="*",
+        sub_version=0,
+        expression_type="TAG",
+    )
+    return create_request(RequestCode.PULL_MESSAGE, to_ext_fields(header))
+
+
+# --- targets ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Running:
+    namesrv: str
+    broker: str
+    pids: Callable[[], list[int]]
+    stop: Callable[[bool], None]  # graceful?
+    ready_s: float
+
+
+def start_twin(base: Path) -> Running:
+    """``rmqtwin serve`` on the store ``base/store`` (its broker.conf in ``base``)."""
+    began = time.monotonic()
+    twin = start_subprocess(str(base), broker_conf={"brokerClusterName": "scale"})
+    ready = time.monotonic() - began
+    assert twin.process is not None
+    process = twin.process
+
+    def stop(graceful: bool) -> None:
+        if graceful:
+            twin.stop()
+        else:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+
+    return Running(twin.namesrv_addr, twin.broker_addr, lambda: [process.pid], stop, ready)
+
+
+def start_real(base: Path, version: str) -> Running:
+    """Real RocketMQ on the same store, ``base/store``."""
+    began = time.monotonic()
+    real = RealRocketMQ(version, store_dir=base / "store").start()
+    ready = time.monotonic() - began
+
+    def pids() -> list[int]:
+        return [p.process.pid for p in real._processes()]
+
+    def stop(graceful: bool) -> None:
+        if graceful:
+            real.stop()
+        else:
+            for pid in pids():
+                os.kill(pid, signal.SIGKILL)
+            real.stop(graceful=False)
+
+    return Running(real.namesrv_addr, real.broker_addrs[0], pids, stop, ready)
+
+
+def start(kind: str, base: Path, args: argparse.Namespace) -> Running:
+    return start_twin(base) if kind == "twin" else start_real(base, args.version)
+
+
+@contextmanager
+def running(kind: str, base: Path, args: argparse.Namespace) -> Iterator[Running]:
+    target = start(kind, base, args)
+    try:
+        yield target
+    finally:
+        target.stop(True)
+
+
+@contextmanager
+def scratch(name: str, args: argparse.Namespace) -> Iterator[Path]:
+    """A fresh base folder (the store goes in ``store/``), removed afterwards."""
+    base = Path(tempfile.mkdtemp(prefix=f"scale-{name}-", dir=args.dir))
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# --- curves -----------------------------------------------------------------------------------------
+
+
+Point = dict[str, float]
+
+
+def write_topics(base: Path, n: int) -> None:
+    """``store/config/topics.json`` with ``TOPIC`` and ``n`` more topics, 8 queues each."""
+    from rmqtwin.store_mirror.config import TopicConfig, TopicConfigManager
+
+    manager = TopicConfigManager(str(base / "store"))
+    manager.update_topic_config(
+        TopicConfig(TOPIC, read_queue_nums=QUEUES, write_queue_nums=QUEUES), persist=False
+    )
+    for i in range(n):
+        manager.update_topic_config(
+            TopicConfig(f"Scale{i:06d}", read_queue_nums=QUEUES, write_queue_nums=QUEUES), persist=False
+        )
+    manager.persist()
+
+
+def curve_topics(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
+    """Launch-to-ready, RSS and route-query time against the topic count.
+
+    Both brokers register every topic with the name server at start (REGISTER_BROKER carries the
+    whole topic table), so ready time grows with N for both; the twin's per-topic cost is its
+    Python objects (TopicConfig, QueueData) against Java's."""
+    sizes = [200, 1000] if args.quick else [1000, 10_000, 50_000]
+    result: dict[str, dict[int, Point]] = {"twin": {}, "real": {}}
+    for n in sizes:
+        for kind in ("twin", "real"):
+            with scratch(f"topics-{n}", args) as base:
+                write_topics(base, n)
+                with running(kind, base, args) as target:
+                    client = Client(target.namesrv)
+                    topics = iter([f"Scale{random.randrange(n):06d}" for _ in range(50)])
+
+                    def route(client: Client = client, topics: Iterator[str] = topics) -> None:
+                        answer = client.call(
+                            create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": next(topics)})
+                        )
+                        assert answer.code == ResponseCode.SUCCESS, (answer.code, answer.remark)
+
+                    point = {
+                        "ready s": target.ready_s,
+                        "RSS MiB": rss_kib(target.pids()) / 1024,
+                        "route ms": median_ms(route, 50),
+                    }
+                    client.close()
+            result[kind][n] = point
+            print(f"topics {n:>6} {kind}: {fmt_point(point)}  ({load_note()})", flush=True)
+    return result
+
+
+def fill_store(base: Path, total_bytes: int, body: int, progress: str) -> int:
+    """Messages of ``body`` bytes into ``TOPIC`` queue 0 through the twin's store until the commitlog
+    holds ``total_bytes``; returns the message count."""
+    from twisted.internet import defer
+    from twisted.internet.task import Clock
+
+    from rmqtwin.store_mirror.flush import TwistedFlushDriver
+    from rmqtwin.store_mirror.message_store import DefaultMessageStore, MessageStoreConfig
+    from rmqtwin.store_mirror.record import MessageExtBrokerInner
+
+    write_topics(base, 0)
+    store = DefaultMessageStore(
+        str(base / "store"),
+        MessageStoreConfig(),
+        flush=TwistedFlushDriver(Clock(), lambda f: defer.succeed(f())),
+    )
+    assert store.load()
+    store.start()
+    payload = os.urandom(body)
+    count = 0
+    last = time.monotonic()
+    while store.get_max_phy_offset() < total_bytes:
+        store.put_message(
+            MessageExtBrokerInner(
+                topic=TOPIC,
+                body=payload,
+                queue_id=0,
+                properties={"UNIQ_KEY": f"{count:032X}"},
+                properties_string=f"UNIQ_KEY\x01{count:032X}\x02",
+                born_timestamp=int(time.time() * 1000),
+                born_host=("127.0.0.1", 5555),
+                store_host=("127.0.0.1", 10911),
+            )
+        )
+        count += 1
+        if time.monotonic() - last > 10:
+            last = time.monotonic()
+            done = store.get_max_phy_offset()
+            print(f"  {progress}: {done / total_bytes:5.1%} ({count} messages)", flush=True)
+    store.commit_log.mapped_file_queue.flush_all()
+    store.shutdown()
+    return count
+
+
+def curve_store(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
+    """Restart time (clean and after kill -9) and RSS against commitlog size; then a backlog of M
+    small messages: RSS and pull time at the head vs at the deep end.
+
+    Recovery reads the last commitlog files (three, as Java's recoverNormally/Abnormally), so both
+    should stay flat in S; the twin maps the commitlog (mmap) and holds no message in Python
+    objects, so its RSS should stay flat in S and M too."""
+    gib = 1 << 30
+    sizes = [64 << 20, 256 << 20] if args.quick else [1 * gib, 10 * gib]
+    result: dict[str, dict[int, Point]] = {"twin": {}, "real": {}}
+    for size in sizes:
+        with scratch("store", args) as base:
+            fill_store(base, size, 16 * 1024, f"commitlog {size >> 20} MiB")
+            for kind in ("twin", "real"):
+                point: Point = {}
+                target = start(kind, base, args)
+                point["first start s"] = target.ready_s
+                target.stop(True)
+                target = start(kind, base, args)
+                point["after clean stop s"] = target.ready_s
+                point["RSS MiB"] = rss_kib(target.pids()) / 1024
+                target.stop(False)
+                target = start(kind, base, args)
+                point["after kill -9 s"] = target.ready_s
+                target.stop(True)
+                result[kind][size >> 20] = point
+                print(f"store {size >> 20:>6} MiB {kind}: {fmt_point(point)}  ({load_note()})", flush=True)
+    return result
+
+
+def curve_backlog(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
+    """RSS with a backlog of M messages, and pull time (32 messages) at the head and the deep end."""
+    m = 200_000 if args.quick else 10_000_000
+    result: dict[str, dict[int, Point]] = {"twin": {}, "real": {}}
+    with scratch("backlog", args) as base:
+        record = 64 + 91 + len(TOPIC) + len("UNIQ_KEY\x01") + 32 + 1  # body, fixed part, topic, properties
+        count = fill_store(base, m * record, 64, f"backlog of {m} messages")
+        deep = max(count - 32, 0)
+        for kind in ("twin", "real"):
+            with running(kind, base, args) as target:
+                client = Client(target.broker)
+                group = f"scale_{kind}"
+
+                def pull(offset: int, client: Client = client, group: str = group) -> None:
+                    answer = client.call(pull_request(group, TOPIC, 0, offset))
+                    assert answer.code == ResponseCode.SUCCESS, (offset, answer.code, answer.remark)
+
+                point = {
+                    "RSS MiB": rss_kib(target.pids()) / 1024,
+                    "pull head ms": median_ms(lambda: pull(0), 100),
+                    "pull deep ms": median_ms(lambda: pull(deep), 100),
+                }
+                client.close()
+            result[kind][count] = point
+            print(f"backlog {count} {kind}: {fmt_point(point)}  ({load_note()})", flush=True)
+    return result
+
+
+def curve_connections(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
+    """RSS and request time against open client connections, then with P parked long-poll pulls.
+
+    Per connection the twin holds a Twisted transport and protocol, a RemotingConnection and its
+    buffers; per parked pull a request, a deferred and a timer: the ratio column shows how that
+    compares with Netty's channel and the PullRequest Java keeps."""
+    sizes = [100, 500] if args.quick else [100, 1000, 5000]
+    parked = 1000 if args.quick else 10_000
+    result: dict[str, dict[int, Point]] = {"twin": {}, "real": {}}
+    for kind in ("twin", "real"):
+        with scratch("connections", args) as base:
+            write_topics(base, 0)
+            with running(kind, base, args) as target:
+                request = create_request(RequestCode.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": "0"})
+                probe = Client(target.broker)
+                probe.call(request)
+                clients: list[Client] = []
+                for n in [*sizes, sizes[-1] + 1]:
+                    if n > sizes[-1]:  # the parked point: the last size's connections carry P pulls
+                        group = f"scale_{kind}"
+                        for i in range(parked):
+                            clients[i % len(clients)].send(
+                                pull_request(group, TOPIC, i % QUEUES, 0, suspend_ms=60_000), 120
+                            )
+                        time.sleep(2)
+                        label = f"{parked} parked pulls on {len(clients)} connections"
+                    else:
+                        while len(clients) < n:
+                            clients.append(Client(target.broker))
+                            clients[-1].call(request)
+                        label = f"{n} connections"
+                    point = {
+                        "RSS MiB": rss_kib(target.pids()) / 1024,
+                        "request ms": median_ms(partial(probe.call, request), 200),
+                    }
+                    result[kind][n] = point
+                    print(f"{label} {kind}: {fmt_point(point)}  ({load_note()})", flush=True)
+                for c in clients:
+                    c.close()
+                probe.close()
+    return result
+
+
+# --- output -----------------------------------------------------------------------------------------
+
+
+def fmt_point(point: Point) -> str:
+    return ", ".join(f"{k} {v:.3g}" for k, v in point.items())
+
+
+def print_table(name: str, curve: dict[str, dict[int, Point]]) -> None:
+    print(f"\n{name}")
+    xs = sorted(curve["twin"])
+    keys = list(next(iter(curve["twin"].values())))
+    print(f"{'x':>10}  " + "  ".join(f"{k + ' twin/real':>28}" for k in keys))
+    for x in xs:
+        cells = []
+        for k in keys:
+            t = curve["twin"][x][k]
+            r = curve["real"].get(x, {}).get(k)
+            real = "-" if r is None else f"{r:.3g}"
+            cells.append(f"{t:9.3g} {real:>9} {t / r if r else float('nan'):7.2f}x")
+        print(f"{x:>10}  " + "  ".join(f"{c:>28}" for c in cells))
+
+
+def plot(name: str, curve: dict[str, dict[int, Point]], xlabel: str, out: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plots skipped: matplotlib is not installed (pip install -e '.[report]')")
+        return None
+    keys = list(next(iter(curve["twin"].values())))
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.6), squeeze=False)
+    for ax, key in zip(axes[0], keys, strict=True):
+        for kind, style in (("twin", "o-"), ("real", "s--")):
+            xs = sorted(curve[kind])
+            ax.plot(xs, [curve[kind][x][key] for x in xs], style, label=f"{kind}")
+        ax.set_xlabel(xlabel)
+        ax.set_title(key)
+        ax.set_xscale("log")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.suptitle(f"{name}: twin beside real RocketMQ")
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+CURVES: dict[str, tuple[Callable[[argparse.Namespace], dict[str, dict[int, Point]]], str]] = {
+    "topics": (curve_topics, "topics (x 8 queues)"),
+    "store": (curve_store, "commitlog MiB"),
+    "backlog": (curve_backlog, "messages in the queue"),
+    "connections": (curve_connections, "client connections"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument("--only", default=",".join(CURVES), help="a comma-separated subset")
+    parser.add_argument("--version", default="5", help="real RocketMQ line (default 5 = 5.5.0)")
+    parser.add_argument("--dir", default=None, help="where stores are written (default: a temp dir)")
+    parser.add_argument("--out", default="build/bench-scale", help="where the PNG plots go")
+    args = parser.parse_args(argv)
+    print(f"start: {load_note()}", flush=True)
+    for name in args.only.split(","):
+        fn, xlabel = CURVES[name]
+        curve = fn(args)
+        print_table(name, curve)
+        path = plot(name, curve, xlabel, Path(args.out))
+        if path:
+            print(f"plot: {path}")
+    print(f"end: {load_note()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
