@@ -52,6 +52,8 @@ from rmqtwin.conformance.launcher import RealRocketMQ
 from rmqtwin.fakes.pytest_plugin import start_subprocess
 
 TOPIC = "ScaleTopic"
+STORE_SIZES = {"mappedFileSizeCommitLog": 1 << 30, "mappedFileSizeConsumeQueue": 300_000 * 20}
+"""Java's default file sizes, given to both brokers (the launcher's own defaults are smaller)."""
 QUEUES = 8
 PULL_SUSPEND = 0x2 | 0x4  # PullSysFlag FLAG_SUSPEND | FLAG_SUBSCRIPTION
 
@@ -126,7 +128,7 @@ class Running:
 def start_twin(base: Path) -> Running:
     """``rmqtwin serve`` on the store ``base/store`` (its broker.conf in ``base``)."""
     began = time.monotonic()
-    twin = start_subprocess(str(base), broker_conf={"brokerClusterName": "scale"})
+    twin = start_subprocess(str(base), broker_conf={"brokerClusterName": "scale", **STORE_SIZES})
     ready = time.monotonic() - began
     assert twin.process is not None
     process = twin.process
@@ -144,7 +146,7 @@ def start_twin(base: Path) -> Running:
 def start_real(base: Path, version: str) -> Running:
     """Real RocketMQ on the same store, ``base/store``."""
     began = time.monotonic()
-    real = RealRocketMQ(version, store_dir=base / "store").start()
+    real = RealRocketMQ(version, store_dir=base / "store", broker_conf_overrides=STORE_SIZES).start()
     ready = time.monotonic() - began
 
     def pids() -> list[int]:
