@@ -96,11 +96,11 @@ def _write_synced(path: str, text: str) -> None:
         os.fsync(f.fileno())
 
 
-def string_to_file(text: str, path: str) -> None:
+def string_to_file(text: str, path: str) -> str | None:
     """``MixAll.string2File``: ``.tmp`` first, the previous content kept as ``.bak``, then the rename.
 
     The rename replaces the old file atomically (Java deletes then renames), so a crash never leaves
-    neither file behind.
+    neither file behind. Returns the previous content (None without a previous file).
     """
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = path + ".tmp"
@@ -109,6 +109,7 @@ def string_to_file(text: str, path: str) -> None:
     if prev is not None:
         _write_synced(path + ".bak", prev)
     os.replace(tmp, path)
+    return prev
 
 
 # ---------------------------------------------------------------------------------------------- base
@@ -119,6 +120,8 @@ class ConfigManager:
 
     def __init__(self, config_file_path: str) -> None:
         self.config_file_path = config_file_path
+        self._settled: str | None = None
+        """Text that both the file and its ``.bak`` hold after our last persist."""
 
     def encode(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -157,7 +160,13 @@ class ConfigManager:
         return to_pretty_json(self.encode())
 
     def persist(self) -> None:
-        string_to_file(self.encode_text(), self.config_file_path)
+        """Write the table, unless the file and its ``.bak`` already hold exactly this text (Java would
+        rewrite the same bytes): the periodic persists then cost no fsyncs on the reactor thread."""
+        text = self.encode_text()
+        if text == self._settled:
+            return
+        prev = string_to_file(text, self.config_file_path)
+        self._settled = text if prev == text else None
 
 
 def _now_ms() -> int:

@@ -293,3 +293,32 @@ def test_delete_topics_removes_queues(stores: StoreFactory, topic: str) -> None:
     assert store.delete_topics([topic]) == 1
     assert not os.path.exists(os.path.join(stores.root, "consumequeue", topic))
     assert store.get_max_offset_in_queue(topic, 0) == 0
+
+
+def test_persist_skips_a_table_already_settled_in_file_and_bak(tmp_path: Any, monkeypatch: Any) -> None:
+    """An unchanged table is written until the file and its .bak both hold it, then not again (Java would
+    rewrite the same bytes); a change is written at once."""
+    from rmqtwin.store_mirror import config
+
+    writes: list[str] = []
+    real_write = config._write_synced
+
+    def counting(path: str, text: str) -> None:
+        writes.append(os.path.basename(path))
+        real_write(path, text)
+
+    monkeypatch.setattr(config, "_write_synced", counting)
+    m = ConsumerOffsetManager(str(tmp_path))
+    m.commit_offset("g", "TopicTest", 0, 1)
+    m.persist()  # .tmp only: no previous file
+    m.persist()  # .tmp and .bak: file and .bak now hold the same text
+    assert writes == ["consumerOffset.json.tmp", "consumerOffset.json.tmp", "consumerOffset.json.bak"]
+    m.persist()
+    assert len(writes) == 3
+    text = Path(m.config_file_path).read_text()
+    assert Path(m.config_file_path + ".bak").read_text() == text
+    m.commit_offset("g", "TopicTest", 0, 2)
+    m.persist()
+    assert len(writes) == 5
+    assert Path(m.config_file_path + ".bak").read_text() == text
+    assert ConsumerOffsetManager(str(tmp_path)).load()
