@@ -172,6 +172,8 @@ class MessageStore(Protocol):
 
     def get_topics(self) -> list[str]: ...
 
+    def get_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None: ...
+
     def delete_expired_files(self, force: bool = False, now_ms: int | None = None) -> int: ...
 
 
@@ -471,6 +473,10 @@ class DefaultMessageStore:
             self.index_service.build_index(req)
         if self.checkpoint is not None:
             self.checkpoint.logics_msg_timestamp = req.store_timestamp
+
+    def get_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        """The queue if it exists (``getConsumeQueue``; ``find_consume_queue`` creates it)."""
+        return self.consume_queue_table.get(topic, {}).get(queue_id)
 
     def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         queues = self.consume_queue_table.setdefault(topic, {})

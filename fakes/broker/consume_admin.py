@@ -1,6 +1,7 @@
 """The admin reads of offsets and consume progress, and the store maintenance requests, of 4.9.8's and
 5.5.0's ``AdminBrokerProcessor``: GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET, QUERY_CONSUME_TIME_SPAN,
-QUERY_CORRECTION_OFFSET, GET_BROKER_CONSUME_STATS (``mqadmin brokerConsumeStats``), CLEAN_UNUSED_TOPIC,
+QUERY_CORRECTION_OFFSET, GET_BROKER_CONSUME_STATS (``mqadmin brokerConsumeStats``), VIEW_BROKER_STATS_DATA
+(``mqadmin statsAll``), QUERY_CONSUME_QUEUE (``mqadmin queryCq``), CLEAN_UNUSED_TOPIC,
 DELETE_EXPIRED_COMMITLOG.
 """
 
@@ -19,11 +20,14 @@ from rmqtwin.codec.bodies import (
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import (
     GetConsumeStatsInBrokerHeader,
+    QueryConsumeQueueRequestHeader,
     QueryConsumeTimeSpanRequestHeader,
     QueryCorrectionOffsetHeader,
+    ViewBrokerStatsDataRequestHeader,
 )
 from rmqtwin.fakes.dispatch import Channel, decode_header, require_key, response
 from rmqtwin.store_mirror.config import TOPIC_GROUP_SEPARATOR
+from rmqtwin.store_mirror.consume_queue import CQ_STORE_UNIT_SIZE
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
@@ -161,6 +165,50 @@ class ConsumeAdminProcessor:
         }
         return response(body=fastjson.dumps(body, quote_int_keys=False, sort_map_keys=True))
 
+    def view_broker_stats_data(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """``mqadmin statsAll``: TOPIC_PUT_NUMS of a topic, GROUP_GET_NUMS of ``topic@group``."""
+        header = decode_header(request, ViewBrokerStatsDataRequestHeader, strict=False)
+        data = self.broker.stats.stats_data(str(header.stats_name), str(header.stats_key))
+        if data is None:
+            return response(
+                ResponseCode.SYSTEM_ERROR,
+                f"The stats <{_java_str(header.stats_name)}> <{_java_str(header.stats_key)}> not exist",
+            )
+        return response(body=fastjson.dumps(data, sort_map_keys=True))
+
+    def query_consume_queue(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """``mqadmin queryCq``: ``count`` consume-queue entries from ``index`` (within the file holding it),
+        with the group's subscription when one is named."""
+        header = decode_header(request, QueryConsumeQueueRequestHeader, strict=False)
+        topic = require_key(header.topic, "topic")
+        queue = self.broker.store.get_consume_queue(topic, header.queue_id)
+        if queue is None:
+            return response(ResponseCode.SYSTEM_ERROR, f"{header.queue_id}@{topic} is not exist!")
+        body: dict[str, Any] = {
+            "maxQueueIndex": queue.get_max_offset_in_queue(),
+            "minQueueIndex": queue.get_min_offset_in_queue(),
+        }
+        if header.consumer_group is not None:
+            subscription = self.broker.consumers.find_subscription(header.consumer_group, topic)
+            if subscription is None:
+                body["filterData"] = f"{header.consumer_group}@{topic} is not online!"
+            else:
+                body["subscriptionData"] = subscription
+                body["filterData"] = "null"  # no ConsumerFilterData for tag subscriptions
+        if queue.get_index_buffer(header.index) is None:
+            return response(remark=f"Index {header.index} of {header.queue_id}@{topic} is not exist!")
+        per_file = queue.mapped_file_size // CQ_STORE_UNIT_SIZE
+        last = min(header.index + max(0, header.count), (header.index // per_file + 1) * per_file)
+        entries = []
+        for index in range(header.index, last):
+            entry = queue.get_entry(index)
+            if entry is None:
+                break
+            offset, size, tags_code = entry
+            entries.append({"eval": False, "physicOffset": offset, "physicSize": size, "tagsCode": tags_code})
+        body["queueData"] = entries
+        return response(body=fastjson.dumps(body, sort_map_keys=True))
+
     # -- maintenance ------------------------------------------------------------------------------
     def clean_unused_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """``cleanUnusedTopic``: the consume queues of topics no longer in the topic table go."""
@@ -174,3 +222,8 @@ class ConsumeAdminProcessor:
         """``executeDeleteFilesManually``: commitlog files past ``fileReservedTime`` go now."""
         self.broker.store.delete_expired_files()
         return response()
+
+
+def _java_str(value: str | None) -> str:
+    """``String.format("%s", null)``."""
+    return "null" if value is None else value

@@ -192,6 +192,8 @@ class BrokerController:
             RequestCode.QUERY_CONSUME_TIME_SPAN: self.consume_admin.query_consume_time_span,
             RequestCode.QUERY_CORRECTION_OFFSET: self.consume_admin.query_correction_offset,
             RequestCode.GET_BROKER_CONSUME_STATS: self.consume_admin.get_broker_consume_stats,
+            RequestCode.VIEW_BROKER_STATS_DATA: self.consume_admin.view_broker_stats_data,
+            RequestCode.QUERY_CONSUME_QUEUE: self.consume_admin.query_consume_queue,
             RequestCode.CLEAN_UNUSED_TOPIC: self.consume_admin.clean_unused_topic,
             RequestCode.DELETE_EXPIRED_COMMITLOG: self.consume_admin.delete_expired_commitlog,
             RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: lambda _, __: broker_cluster_acl_config(self.acl),

@@ -217,7 +217,7 @@ class PopProcessor:
             msg_offset_info=";".join(found.msg_offset_info),
         )
         if found.buffers:
-            broker.stats.on_get(topic, len(found.buffers))
+            broker.stats.on_get(topic, len(found.buffers), group)
             return response(ResponseCode.SUCCESS, "FOUND", answer, b"".join(found.buffers))
         if header.poll_time > 0:
             expired_ms = header.born_time + header.poll_time

@@ -318,7 +318,7 @@ class PullProcessor:
         answer: RemotingCommand | None
         if code == ResponseCode.SUCCESS:
             body = b"".join(bytes(buf) for buf in result.message_buffers)
-            broker.stats.on_get(topic, len(result.message_buffers))
+            broker.stats.on_get(topic, len(result.message_buffers), group)
             answer = response(code, status.name, answer_header, body)
         elif code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
             timeout = (

@@ -1,9 +1,50 @@
-"""Put/get counters behind GET_BROKER_RUNTIME_INFO (a small ``BrokerStatsManager``)."""
+"""Put/get counters behind GET_BROKER_RUNTIME_INFO and VIEW_BROKER_STATS_DATA (a small
+``BrokerStatsManager``)."""
 
 from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Callable
+
+TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
+GROUP_GET_NUMS = "GROUP_GET_NUMS"
+BUCKET_SECONDS = 10
+"""Java's StatsItem samples every 10 s for its minute figures."""
+WINDOWS = (("statsMinute", 60), ("statsHour", 3600), ("statsDay", 86400))
+
+
+class StatsItem:
+    """One ``(statsName, statsKey)``: message counts and put/get calls in 10-second buckets, a day kept."""
+
+    __slots__ = ("buckets",)
+
+    def __init__(self) -> None:
+        self.buckets: deque[list[int]] = deque()  # [bucket start (s), value, times]
+
+    def add(self, now: float, value: int) -> None:
+        start = int(now) // BUCKET_SECONDS * BUCKET_SECONDS
+        buckets = self.buckets
+        if buckets and buckets[-1][0] == start:
+            buckets[-1][1] += value
+            buckets[-1][2] += 1
+            return
+        buckets.append([start, value, 1])
+        while buckets[0][0] <= start - 86400:
+            buckets.popleft()
+
+    def snapshot(self, now: float) -> dict[str, dict[str, float | int]]:
+        """``BrokerStatsData``: sum, tps (per second over the window) and avgpt (value per call) of the
+        last minute, hour and day. Java samples the running totals (every 10 s, 10 min, 1 h), so its
+        figures trail these by up to one sampling period."""
+        out: dict[str, dict[str, float | int]] = {}
+        for name, seconds in WINDOWS:
+            total = times = 0
+            for start, value, calls in self.buckets:
+                if start > now - seconds:
+                    total += value
+                    times += calls
+            out[name] = {"avgpt": total / times if times else 0.0, "sum": total, "tps": total / seconds}
+        return out
 
 
 class BrokerStats:
@@ -17,15 +58,30 @@ class BrokerStats:
         self.topic_put: dict[str, int] = defaultdict(int)
         self._put_window: deque[tuple[float, int]] = deque()
         self._get_window: deque[tuple[float, int]] = deque()
+        self.items: dict[tuple[str, str], StatsItem] = {}
+
+    def _item(self, name: str, key: str) -> StatsItem:
+        item = self.items.get((name, key))
+        if item is None:
+            item = self.items[(name, key)] = StatsItem()
+        return item
+
+    def stats_data(self, name: str, key: str) -> dict[str, dict[str, float | int]] | None:
+        """VIEW_BROKER_STATS_DATA's body for an item, None when nothing was ever counted for it."""
+        item = self.items.get((name, key))
+        return None if item is None else item.snapshot(self.now())
 
     def on_put(self, topic: str, count: int) -> None:
         self.put_total += count
         self.topic_put[topic] += count
         self._record(self._put_window, count)
+        self._item(TOPIC_PUT_NUMS, topic).add(self.now(), count)
 
-    def on_get(self, topic: str, count: int) -> None:
+    def on_get(self, topic: str, count: int, group: str | None = None) -> None:
         self.get_total += count
         self._record(self._get_window, count)
+        if group is not None:
+            self._item(GROUP_GET_NUMS, f"{topic}@{group}").add(self.now(), count)
 
     def _record(self, window: deque[tuple[float, int]], count: int) -> None:
         """Counts per whole second (cheap on the send path)."""

@@ -173,3 +173,45 @@ def test_offset_tables_time_spans_and_broker_consume_stats(env: Any) -> None:
     assert admin.call(RequestCode.CLEAN_UNUSED_TOPIC).code == ResponseCode.SUCCESS
     assert "T5" not in broker.store.get_topics()
     assert admin.call(RequestCode.DELETE_EXPIRED_COMMITLOG).code == ResponseCode.SUCCESS
+
+
+def test_stats_items_and_consume_queue_entries(env: Any) -> None:
+    broker, clock = env
+    admin = peer(broker, clock)
+    heartbeat(admin, "g6", "T6", client_id="127.0.0.1@c6")
+    for n in range(3):
+        send_v2(admin, "T6", f"m{n}".encode())
+    pulled = admin.call(RequestCode.PULL_MESSAGE, pull_header("g6", "T6", 0, sys_flag=0))
+    assert pulled.code == ResponseCode.SUCCESS
+    put = admin.call(RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "TOPIC_PUT_NUMS", "statsKey": "T6"})
+    data = fastjson.loads(put.body or b"")
+    assert data["statsMinute"]["sum"] == data["statsDay"]["sum"] == 3 and data["statsMinute"]["avgpt"] == 1.0
+    got = admin.call(RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "GROUP_GET_NUMS", "statsKey": "T6@g6"})
+    assert fastjson.loads(got.body or b"")["statsHour"]["sum"] == 3
+    clock.advance(61)
+    later = fastjson.loads(
+        admin.call(RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "TOPIC_PUT_NUMS", "statsKey": "T6"}).body
+        or b""
+    )
+    assert (later["statsMinute"]["sum"], later["statsHour"]["sum"]) == (0, 3)
+    none = admin.call(RequestCode.VIEW_BROKER_STATS_DATA)
+    assert (none.code, none.remark) == (ResponseCode.SYSTEM_ERROR, "The stats <null> <null> not exist")
+    cq = admin.call(
+        RequestCode.QUERY_CONSUME_QUEUE,
+        {"topic": "T6", "queueId": 0, "index": 1, "count": 5, "consumerGroup": "g6"},
+    )
+    body = fastjson.loads(cq.body or b"")
+    assert (body["minQueueIndex"], body["maxQueueIndex"], len(body["queueData"])) == (0, 3, 2)
+    assert body["subscriptionData"]["topic"] == "T6"
+    absent = admin.call(
+        RequestCode.QUERY_CONSUME_QUEUE, {"topic": "T6", "queueId": 3, "index": 0, "count": 1}
+    )
+    assert (absent.code, absent.remark) == (ResponseCode.SYSTEM_ERROR, "3@T6 is not exist!")
+    past = admin.call(
+        RequestCode.QUERY_CONSUME_QUEUE, {"topic": "T6", "queueId": 0, "index": 99999, "count": 1}
+    )
+    assert (past.code, past.remark, past.body) == (
+        ResponseCode.SUCCESS,
+        "Index 99999 of 0@T6 is not exist!",
+        None,
+    )
