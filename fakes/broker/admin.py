@@ -239,6 +239,23 @@ class AdminProcessor:
         connections = [self._connection(c) for c in channels.values()]
         return response(body=ProducerConnection(connection_set=connections).encode())
 
+    def get_all_producer_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """``mqadmin producer -b``: every producer channel by group (``ProducerTableInfo``)."""
+        data = {
+            group: [
+                {
+                    "clientId": info.client_id,
+                    "language": info.language,
+                    "lastUpdateTimestamp": int(info.last_update * 1000),
+                    "remoteIP": f"/{info.channel.remote_addr}",
+                    "version": info.version,
+                }
+                for info in channels.values()
+            ]
+            for group, channels in self.broker.producers.groups.items()
+        }
+        return response(body=fastjson.dumps({"data": data}, quote_int_keys=False, sort_map_keys=True))
+
     # -- broker ---------------------------------------------------------------------------------
     def get_broker_runtime_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         broker = self.broker

@@ -177,6 +177,7 @@ class BrokerController:
             RequestCode.GET_CONSUME_STATS: self.admin.get_consume_stats,
             RequestCode.GET_CONSUMER_CONNECTION_LIST: self.admin.get_consumer_connection_list,
             RequestCode.GET_PRODUCER_CONNECTION_LIST: self.admin.get_producer_connection_list,
+            RequestCode.GET_ALL_PRODUCER_INFO: self.admin.get_all_producer_info,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.admin.get_broker_runtime_info,
             RequestCode.GET_BROKER_CONFIG: self.admin.get_broker_config,
             RequestCode.UPDATE_BROKER_CONFIG: self.admin.update_broker_config,

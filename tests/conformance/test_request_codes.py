@@ -60,7 +60,6 @@ NOT_MODELLED_YET = {
         RequestCode.RESUME_CHECK_HALF_MESSAGE,
         RequestCode.SEND_REPLY_MESSAGE,
         RequestCode.SEND_REPLY_MESSAGE_V2,
-        RequestCode.GET_ALL_PRODUCER_INFO,
         RequestCode.QUERY_TOPICS_BY_CONSUMER,
         RequestCode.QUERY_SUBSCRIPTION_BY_CONSUMER,
         RequestCode.UPDATE_AND_GET_GROUP_FORBIDDEN,

@@ -177,3 +177,13 @@ def test_mqadmin_reaches_a_running_consumer_through_the_broker(
     else:
         assert offline.code == ResponseCode.SUCCESS
     assert call(broker, RequestCode.GET_BROKER_CONFIG).code == ResponseCode.SUCCESS
+
+    # The admin reads around them, on the offsets and stats the consumer left.
+    consume_stats = _ran(target.mqadmin("brokerConsumeStats", "-b", broker))
+    print("BROKERCONSUMESTATS", consume_stats)
+    stats = _ran(target.mqadmin("statsAll", "-t", topic))
+    print("STATSALL", stats)
+    cq = _ran(target.mqadmin("queryCq", "-t", topic, "-q", "0", "-i", "0", "-c", "2", "-b", broker, "-g", group))
+    print("QUERYCQ", cq)
+    print("CLEAN", _ran(target.mqadmin("cleanUnusedTopic", "-b", broker)))
+    print("DELETE", _ran(target.mqadmin("deleteExpiredCommitLog", "-b", broker)))

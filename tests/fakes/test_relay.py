@@ -215,3 +215,13 @@ def test_stats_items_and_consume_queue_entries(env: Any) -> None:
         "Index 99999 of 0@T6 is not exist!",
         None,
     )
+
+
+def test_all_producer_info_lists_each_producer_channel(env: Any) -> None:
+    broker, clock = env
+    producer = peer(broker, clock)
+    heartbeat(producer, "g7", "T7", client_id="127.0.0.1@p7")
+    table = fastjson.loads(producer.call(RequestCode.GET_ALL_PRODUCER_INFO).body or b"")
+    (info,) = table["data"]["CLIENT_INNER_PRODUCER"]
+    assert (info["clientId"], info["language"], info["version"]) == ("127.0.0.1@p7", "JAVA", 409)
+    assert info["remoteIP"].startswith("/127.0.0.1:") and info["lastUpdateTimestamp"] == 1_700_000_000_000
