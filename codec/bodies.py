@@ -39,6 +39,7 @@ __all__ = [
     "ConsumerData",
     "ConsumerOffsetSerializeWrapper",
     "ConsumerRunningInfo",
+    "CreateTopicListRequestBody",
     "DataVersion",
     "GetConsumerListByGroupResponseBody",
     "GetConsumerStatusBody",
@@ -409,6 +410,13 @@ class TopicConfig(Body):
             if isinstance(attributes, Mapping):
                 config.attributes = {str(k): str(v) for k, v in attributes.items()}
         return config
+
+
+@dataclass(slots=True, kw_only=True)
+class CreateTopicListRequestBody(Body):
+    """UPDATE_AND_CREATE_TOPIC_LIST (18, 5.x) body: ``mqadmin updateTopicList``."""
+
+    topic_config_list: list[TopicConfig] = field(default_factory=list)
 
 
 @dataclass(slots=True, kw_only=True)

@@ -15,12 +15,14 @@ from twisted.internet.defer import Deferred
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.bodies import (
     Connection,
+    CreateTopicListRequestBody,
     GroupList,
     KVTable,
     ProducerConnection,
     SubscriptionGroupConfig,
     TopicList,
 )
+from rmqtwin.codec.bodies import TopicConfig as CodecTopicConfig
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import (
     CloneGroupOffsetRequestHeader,
@@ -112,6 +114,35 @@ class AdminProcessor:
         # As Java's registerIncrementBrokerData: the answer follows the name servers' acknowledgements
         # (or their timeout), so a route query right after it finds the new topic.
         return registration.addBoth(lambda _: answer)
+
+    def update_and_create_topic_list(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand | Deferred[RemotingCommand]:
+        """5.x UPDATE_AND_CREATE_TOPIC_LIST (``mqadmin updateTopicList``): every name checked first; as
+        5.5.0, a config identical to the one held answers SUCCESS at once, the rest of the list unread."""
+        if request.version < V5_0_0:
+            return _not_supported(request)
+        if not request.body:
+            return response(ResponseCode.SYSTEM_ERROR, _NO_TOPIC_LIST_NPE)
+        configs = CreateTopicListRequestBody.decode(request.body).topic_config_list
+        answer = response(remark=NOT_SET_REMARK)
+        for wanted in configs:
+            problem = validate_topic(wanted.topic_name, five=True)
+            if problem is not None:
+                return response(ResponseCode.INVALID_PARAMETER, problem)
+            if is_system_topic(wanted.topic_name):
+                conflict = f"The topic[{wanted.topic_name}] is conflict with system topic."
+                return response(ResponseCode.INVALID_PARAMETER, conflict)
+            if (wanted.attributes or {}).get("+" + MESSAGE_TYPE) == "MIXED":
+                return response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+            held = self.broker.topics.get(wanted.topic_name)
+            if held is not None and held.to_json() == _store_topic_config(wanted).to_json():
+                return answer
+        self.broker.registration = None
+        for wanted in configs:
+            self.broker.topics.put(_store_topic_config(wanted))
+        registration = self.broker.registration
+        return answer if registration is None else registration.addBoth(lambda _: answer)
 
     def delete_topic_in_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         topic = decode_header(request, DeleteTopicRequestHeader).topic
@@ -362,6 +393,27 @@ class AdminProcessor:
             for queue_id, offset in offsets.query_offsets(src, name).items():
                 offsets.commit_offset(dest, name, queue_id, offset)
         return response()
+
+
+_NO_TOPIC_LIST_NPE = (
+    'java.lang.NullPointerException: Cannot invoke "org.apache.rocketmq.remoting.protocol.body.'
+    'CreateTopicListRequestBody.getTopicConfigList()" because "requestBody" is null, '
+    "org.apache.rocketmq.broker.processor.AdminBrokerProcessor.updateAndCreateTopicList(AdminBrokerProcessor.java:637)"
+)
+"""UPDATE_AND_CREATE_TOPIC_LIST without a body, as real 5.5.0 answers it."""
+
+
+def _store_topic_config(body: CodecTopicConfig) -> TopicConfig:
+    return TopicConfig(
+        body.topic_name,
+        body.read_queue_nums,
+        body.write_queue_nums,
+        body.perm,
+        body.topic_filter_type,
+        body.topic_sys_flag,
+        body.order,
+        dict(body.attributes) if body.attributes is not None else {},
+    )
 
 
 def _not_supported(request: RemotingCommand) -> RemotingCommand:

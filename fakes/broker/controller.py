@@ -166,6 +166,7 @@ class BrokerController:
             RequestCode.VIEW_MESSAGE_BY_ID: self.query.view_message_by_id,
             RequestCode.END_TRANSACTION: self.transactions.end_transaction,
             RequestCode.UPDATE_AND_CREATE_TOPIC: self.admin.update_and_create_topic,
+            RequestCode.UPDATE_AND_CREATE_TOPIC_LIST: self.admin.update_and_create_topic_list,
             RequestCode.DELETE_TOPIC_IN_BROKER: self.admin.delete_topic_in_broker,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.admin.get_all_topic_config,
             RequestCode.GET_TOPIC_STATS_INFO: self.admin.get_topic_stats_info,

@@ -53,7 +53,6 @@ def test_unserved_codes_answer_as_real_and_served_ones_are_accounted_for(line: s
 NOT_MODELLED_YET = {
     int(c)
     for c in (
-        RequestCode.UPDATE_AND_CREATE_TOPIC_LIST,
         RequestCode.REGISTER_TOPIC_IN_NAMESRV,
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST,
         RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE,

@@ -12,8 +12,14 @@ import pytest
 from twisted.internet.task import Clock
 
 from rmqtwin.codec import fastjson
-from rmqtwin.codec.bodies import GetConsumerStatusBody, MessageQueue, ResetOffsetBody
-from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.bodies import (
+    CreateTopicListRequestBody,
+    GetConsumerStatusBody,
+    MessageQueue,
+    ResetOffsetBody,
+    TopicConfig,
+)
+from rmqtwin.codec.codes import CURRENT_VERSION_4, CURRENT_VERSION_5, RequestCode, ResponseCode
 from rmqtwin.codec.command import create_response
 from rmqtwin.fakes.dispatch import NULL_KEY_NPE
 from rmqtwin.fakes.namesrv.controller import NamesrvController
@@ -225,3 +231,23 @@ def test_all_producer_info_lists_each_producer_channel(env: Any) -> None:
     (info,) = table["data"]["CLIENT_INNER_PRODUCER"]
     assert (info["clientId"], info["language"], info["version"]) == ("127.0.0.1@p7", "JAVA", 409)
     assert info["remoteIP"].startswith("/127.0.0.1:") and info["lastUpdateTimestamp"] == 1_700_000_000_000
+
+
+def test_update_and_create_topic_list(env: Any) -> None:
+    broker, clock = env
+    admin = peer(broker, clock)
+    body = CreateTopicListRequestBody(
+        topic_config_list=[
+            TopicConfig(topic_name=name, read_queue_nums=2, write_queue_nums=2) for name in ("L1", "L2")
+        ]
+    ).encode()
+    made = admin.call(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, None, body, version=CURRENT_VERSION_5)
+    assert (made.code, made.remark) == (ResponseCode.SUCCESS, "not set any response code")
+    assert broker.topics.get("L2") is not None and broker.topics.get("L2").write_queue_nums == 2
+    bad = CreateTopicListRequestBody(topic_config_list=[TopicConfig(topic_name="bad topic!")]).encode()
+    refused = admin.call(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, None, bad, version=CURRENT_VERSION_5)
+    assert refused.code == ResponseCode.INVALID_PARAMETER
+    empty = admin.call(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, version=CURRENT_VERSION_5)
+    assert empty.code == ResponseCode.SYSTEM_ERROR and '"requestBody" is null' in (empty.remark or "")
+    old = admin.call(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, None, body, version=CURRENT_VERSION_4)
+    assert old.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
