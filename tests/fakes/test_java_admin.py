@@ -180,10 +180,25 @@ def test_mqadmin_reaches_a_running_consumer_through_the_broker(
 
     # The admin reads around them, on the offsets and stats the consumer left.
     consume_stats = _ran(target.mqadmin("brokerConsumeStats", "-b", broker))
-    print("BROKERCONSUMESTATS", consume_stats)
-    stats = _ran(target.mqadmin("statsAll", "-t", topic))
-    print("STATSALL", stats)
-    cq = _ran(target.mqadmin("queryCq", "-t", topic, "-q", "0", "-i", "0", "-c", "2", "-b", broker, "-g", group))
-    print("QUERYCQ", cq)
-    print("CLEAN", _ran(target.mqadmin("cleanUnusedTopic", "-b", broker)))
-    print("DELETE", _ran(target.mqadmin("deleteExpiredCommitLog", "-b", broker)))
+    assert consume_stats.split()[:4] == ["#Topic", "#Group", "#Broker", "Name"], consume_stats
+    assert re.search(r"^Diff Total: \d+$", consume_stats, re.M), consume_stats
+    stats = _ran(target.mqadmin("statsAll", "-t", topic)).splitlines()
+    assert stats[0].split() == [
+        "#Topic",
+        "#Consumer",
+        "Group",
+        "#Accumulation",
+        "#InTPS",
+        "#OutTPS",
+        "#InMsg24Hour",
+        "#OutMsg24Hour",
+    ], stats
+    row = next(line.split() for line in stats if line.startswith(topic[:64]))
+    assert row[1] == group[:64] and len(row) == 7, row
+    cq_args = ["-t", topic, "-q", "0", "-i", "0", "-c", "2", "-b", broker, "-g", group]
+    cq = _ran(target.mqadmin("queryCq", *cq_args))
+    assert f"{group}@{topic} is not online!" in cq and "Queue data:" in cq, cq
+    assert re.search(r"^max: \d+, min: 0$", cq, re.M) and "idx: 0" in cq, cq
+    assert "ConsumeQueueData{physicOffset=" in cq and "tagsCode=0, extendDataJson='null'" in cq, cq
+    for command in ("cleanUnusedTopic", "deleteExpiredCommitLog"):
+        assert _ran(target.mqadmin(command, "-b", broker)).strip() == "success", command
