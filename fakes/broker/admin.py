@@ -120,7 +120,7 @@ class AdminProcessor:
     ) -> RemotingCommand | Deferred[RemotingCommand]:
         """5.x UPDATE_AND_CREATE_TOPIC_LIST (``mqadmin updateTopicList``): every name checked first; as
         5.5.0, a config identical to the one held answers SUCCESS at once, the rest of the list unread."""
-        if request.version < V5_0_0:
+        if not self.broker.config.five:
             return _not_supported(request)
         if not request.body:
             return response(ResponseCode.SYSTEM_ERROR, _NO_TOPIC_LIST_NPE)

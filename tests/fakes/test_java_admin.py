@@ -127,8 +127,6 @@ def test_mqadmin_reaches_a_running_consumer_through_the_broker(
         if target.name.endswith("5"):
             # 5.5.0's tools did not return from resetOffsetByTime against real 5.5.0 within 120 s (not
             # understood yet); the 5.5 server-side reset is checked in memory (test_relay.py) meanwhile.
-            consumer.kill()
-            consumer.result(timeout=30)
             return
         reset = target.mqadmin("resetOffsetByTime", "-g", group, "-t", topic, "-s", str(started_ms)).check()
         assert "rollback consumer offset by specified" in reset.stdout or "#brokerName" in reset.stdout, (

@@ -19,7 +19,7 @@ from rmqtwin.codec.bodies import (
     ResetOffsetBody,
     TopicConfig,
 )
-from rmqtwin.codec.codes import CURRENT_VERSION_4, CURRENT_VERSION_5, RequestCode, ResponseCode
+from rmqtwin.codec.codes import CURRENT_VERSION_5, RequestCode, ResponseCode
 from rmqtwin.codec.command import create_response
 from rmqtwin.fakes.dispatch import NULL_KEY_NPE
 from rmqtwin.fakes.namesrv.controller import NamesrvController
@@ -242,6 +242,9 @@ def test_update_and_create_topic_list(env: Any) -> None:
         ]
     ).encode()
     made = admin.call(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, None, body, version=CURRENT_VERSION_5)
+    if not broker.config.five:  # 4.9.7 has no such request, whoever asks
+        assert made.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+        return
     assert (made.code, made.remark) == (ResponseCode.SUCCESS, "not set any response code")
     assert broker.topics.get("L2") is not None and broker.topics.get("L2").write_queue_nums == 2
     bad = CreateTopicListRequestBody(topic_config_list=[TopicConfig(topic_name="bad topic!")]).encode()
@@ -249,5 +252,3 @@ def test_update_and_create_topic_list(env: Any) -> None:
     assert refused.code == ResponseCode.INVALID_PARAMETER
     empty = admin.call(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, version=CURRENT_VERSION_5)
     assert empty.code == ResponseCode.SYSTEM_ERROR and '"requestBody" is null' in (empty.remark or "")
-    old = admin.call(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, None, body, version=CURRENT_VERSION_4)
-    assert old.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
