@@ -1,0 +1,229 @@
+"""``rmqtwin spark replay --speed max`` of a 100k-send producer capture, beside the real Java producer.
+
+Records N sends (two producer connections, pipelined, 1 KiB bodies) through ``rmqtwin proxy`` in front of
+a twin, then for each target (a fresh twin, a fresh real 5.5.0) in the same run: the Spark replay at
+``--speed max`` on local[2] (its send rate: answered sends over the span from first issue to last answer),
+and the Java BenchmarkProducer (async, 4 threads) against the same target. Prints one row per run and
+the ratio replay / Java producer per target.
+
+    .venv/bin/python benchmarks/bench_replay.py [--sends 100000] [--targets twin,real5] [--seconds 10]
+        [--master spark://HOST:PORT]
+
+The machine is shared: run it through /work/bin/heavy, compare rows of one run; the load average is
+printed beside each figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.command import create_request
+from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
+from rmqtwin.codec.message import properties_to_string
+from rmqtwin.conformance.java_client import JavaClient
+from rmqtwin.conformance.launcher import RealRocketMQ
+from rmqtwin.fakes.pytest_plugin import start_subprocess
+from rmqtwin.proxy.process import start_proxy
+from rmqtwin.spark.replay.job import ReplayOptions, run_replay
+from rmqtwin.spark.replay.target import call
+
+TOPIC = "BenchReplay"
+QUEUES = 4
+
+
+def create_topic(broker: str) -> None:
+    fields = {
+        "topic": TOPIC,
+        "defaultTopic": "TBW102",
+        "readQueueNums": str(QUEUES),
+        "writeQueueNums": str(QUEUES),
+        "perm": "6",
+        "topicFilterType": "SINGLE_TAG",
+    }
+    answer = call(broker, create_request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields))
+    assert answer.code == ResponseCode.SUCCESS, answer
+
+
+def produce(broker: str, first: int, count: int, body: bytes, window: int = 64) -> None:
+    """``count`` SEND_MESSAGE_V2 on one connection, at most ``window`` unanswered (a Java async producer)."""
+    host, _, port = broker.rpartition(":")
+    conn = RemotingConnection(first_opaque=1)
+    import socket
+
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sent = answered = 0
+        while answered < count:
+            while sent < count and sent - answered < window:
+                i = first + sent
+                props = {"UNIQ_KEY": f"7F00000100010000BEEF{i:012X}", "WAIT": "true", "TAGS": "bench"}
+                ext = {
+                    "a": "bench-pg",
+                    "b": TOPIC,
+                    "c": "TBW102",
+                    "d": "4",
+                    "e": str(i % QUEUES),
+                    "f": "0",
+                    "g": str(int(time.time() * 1000)),
+                    "h": "0",
+                    "i": properties_to_string(props, trailing_separator=False),
+                    "j": "0",
+                    "k": "false",
+                    "m": "false",
+                }
+                conn.send_request(create_request(RequestCode.SEND_MESSAGE_V2, ext, body), now=0, timeout=1e9)
+                sent += 1
+            sock.sendall(conn.data_to_send())
+            data = sock.recv(1 << 20)
+            assert data, "the proxy closed the connection"
+            answered += sum(isinstance(e, ResponseReceived) for e in conn.receive_data(data))
+
+
+def record(capture: Path, sends: int, body: bytes) -> None:
+    twin = start_subprocess(tempfile.mkdtemp(prefix="bench-replay-rec-"))
+    try:
+        create_topic(twin.broker_addr)
+        proxy = start_proxy(twin.namesrv_addr, capture)
+        try:
+            route = call(proxy.namesrv, create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}))
+            from rmqtwin.codec import fastjson
+
+            addrs = fastjson.loads(route.body or b"")["brokerDatas"][0]["brokerAddrs"]
+            broker = addrs.get(0) or addrs["0"]
+            half = sends // 2
+            threads = [
+                threading.Thread(target=produce, args=(broker, 0, half, body)),
+                threading.Thread(target=produce, args=(broker, half, sends - half, body)),
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            proxy.stop()
+    finally:
+        twin.stop()
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.1f} {five:.1f} {fifteen:.1f}"
+
+
+def replay_rate(capture: Path, namesrv: str, out: Path, master: str | None) -> tuple[float, int, float]:
+    """(answered sends per second, sends answered SUCCESS, job wall seconds)."""
+    summary = run_replay(
+        ReplayOptions(input=str(capture), target=namesrv, out=str(out), speed=None, master=master),
+        progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True),
+    )
+    rows = pq.read_table(out / "requests").to_pylist()
+    sends = [r for r in rows if r["code_name"] == "SEND_MESSAGE_V2" and r["replayed_code"] is not None]
+    ok = sum(1 for r in sends if r["replayed_code"] == ResponseCode.SUCCESS)
+    begin = min(r["actual_ms"] for r in sends)
+    end = max(r["actual_ms"] + r["replayed_latency_ms"] for r in sends)
+    return ok / ((end - begin) / 1000), ok, summary.wall_s
+
+
+def lateness(
+    capture: Path, namesrv: str, out: Path, seconds: float, master: str | None
+) -> tuple[float, float, float]:
+    """(requests/s scheduled, lateness p50 ms, p99 ms) of a ``--speed 1`` replay of the first seconds."""
+    import pandas as pd
+
+    from rmqtwin.spark.replay.report import lateness_percentiles
+
+    run_replay(
+        ReplayOptions(
+            input=str(capture), target=namesrv, out=str(out), speed=1.0, duration=seconds, master=master
+        ),
+        progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True),
+    )
+    rows = pd.read_parquet(out / "requests")
+    issued = rows.dropna(subset=["scheduled_ms"])
+    span = (issued["scheduled_ms"].max() - issued["scheduled_ms"].min()) / 1000 or 1.0
+    late = lateness_percentiles(rows)
+    assert late is not None
+    return len(issued) / span, late[0], late[1]
+
+
+def java_rate(namesrv: str, client: JavaClient, seconds: float, body: int) -> float:
+    result = client.benchmark_producer(
+        namesrv,
+        TOPIC,
+        mode="async",
+        threads=4,
+        bodySize=body,
+        durationMs=int(seconds * 1000),
+        warmupMs=2000,
+        inflight=32,
+    ).check()
+    return float(result.summary["tps"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sends", type=int, default=100_000)
+    parser.add_argument("--body", type=int, default=1024)
+    parser.add_argument("--targets", default="twin,real5", help="twin, real5 (comma-separated)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="Java producer's measured duration")
+    parser.add_argument("--master", help="Spark master URL (default local[2])")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="bench-replay-"))
+    capture = work / "sends.rmqcap"
+    started = time.monotonic()
+    record(capture, args.sends, b"x" * args.body)
+    print(f"recorded {args.sends} sends in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+    rows: list[tuple[str, float, int, float, float]] = []
+    for name in [t for t in args.targets.split(",") if t]:
+        if name == "twin":
+            twin = start_subprocess(str(work / "target-twin"))
+            stop, namesrv, broker, client = twin.stop, twin.namesrv_addr, twin.broker_addr, JavaClient("5")
+        elif name == "real5":
+            rmq = RealRocketMQ("5").start()
+            stop, namesrv, broker, client = (
+                lambda r=rmq: r.stop(graceful=False),
+                rmq.namesrv_addr,
+                rmq.broker_addr,
+                JavaClient("5"),
+            )
+        else:
+            parser.error(f"unknown target {name}")
+        try:
+            create_topic(broker)
+            if name == "twin":
+                rps, p50, p99 = lateness(capture, namesrv, work / "out-lateness", 3.0, args.master)
+                print(
+                    f"lateness at --speed 1 on {name}: {rps:,.0f} requests/s scheduled, p50 {p50:.2f} ms, "
+                    f"p99 {p99:.2f} ms (aim: p99 <= 5 ms); {load()}",
+                    flush=True,
+                )
+            rate, ok, wall = replay_rate(capture, namesrv, work / f"out-{name}", args.master)
+            print(f"  replay on {name}: {rate:,.0f} sends/s; {load()}", file=sys.stderr, flush=True)
+            java = java_rate(namesrv, client, args.seconds, args.body)
+            print(f"  Java producer on {name}: {java:,.0f} msg/s; {load()}", file=sys.stderr, flush=True)
+        finally:
+            stop()
+        rows.append((name, rate, ok, wall, java))
+    print(
+        f"{'target':8} {'replay sends/s':>15} {'answered ok':>12} {'job wall s':>11} {'java async tps':>15}"
+    )
+    for name, rate, ok, wall, java in rows:
+        print(f"{name:8} {rate:15,.0f} {ok:12,} {wall:11.1f} {java:15,.0f}")
+    for name, rate, _, _, java in rows:
+        print(f"ratio {name}: replay --speed max / Java producer = {rate / java:.2f}x (aim >= 0.8x)")
+    print(f"master {args.master or 'local[2]'}; {load()} at the end (2 cores, shared)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
