@@ -15,25 +15,33 @@ def spark_session(
     master: str | None = None, *, app_name: str = "rmqtwin", partitions: int = 2
 ) -> SparkSession:
     """A session on ``master`` (default ``local[2]``); drivers and local executors bind 127.0.0.1, and
-    executors start this interpreter (a bare ``python3`` from PATH lacks pyarrow and rmqtwin)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    executors start this interpreter (a bare ``python3`` from PATH lacks pyarrow and rmqtwin).
+
+    Under ``spark-submit`` (no ``master`` given, and spark-submit's gateway in the environment) the
+    submitted master, hosts, Python and parallelism are kept (YARN, Kubernetes: executors elsewhere);
+    only the settings the jobs rely on are set."""
+    submitted = master is None and "PYSPARK_GATEWAY_PORT" in os.environ
     builder = (
-        SparkSession.builder.master(master or "local[2]")
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", str(partitions))
-        .config("spark.default.parallelism", str(partitions))
-        .config("spark.driver.memory", "1g")
-        .config("spark.pyspark.python", sys.executable)
+        SparkSession.builder.appName(app_name)
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.speculation", "false")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
     )
+    if not submitted:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = (
+            builder.master(master or "local[2]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.sql.shuffle.partitions", str(partitions))
+            .config("spark.default.parallelism", str(partitions))
+            .config("spark.driver.memory", "1g")
+            .config("spark.pyspark.python", sys.executable)
+        )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     from rmqtwin.spark import register

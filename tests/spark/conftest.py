@@ -3,14 +3,16 @@ ingest shared by every test that only reads its tables.
 
 Starting Spark and warming its Python workers is most of what a small ingest costs, so the session
 ingests once: a synthetic capture, the same capture exported as a pcap, and a small capture with a
-truncated last record. ``make test`` keeps the tests of this directory on one xdist worker
-(``conformance/pytest_plugin.py``), so CI starts one Spark for them.
+truncated last record. ``standalone_cluster(workers)`` is a real Spark standalone master with that
+many workers (``rmqtwin.spark.standalone``), started once per worker count. ``make test`` keeps the
+tests of this directory on one xdist worker (``conformance/pytest_plugin.py``), so CI starts one
+Spark for them.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,3 +62,28 @@ def ingested(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Ingested:
     out = root / "tables"
     result = ingest(spark, [str(capture), str(pcap), str(damaged)], out, progress=None)
     return Ingested(capture, pcap, damaged, out, result)
+
+
+@pytest.fixture(scope="session")
+def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[int], Any]]:
+    """``standalone_cluster(2)``: a real standalone master and 2 workers (1 core, 1 GiB each) on
+    loopback from PySpark's distribution, shared by the session; ``.master_url`` is ``spark://…``."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs Java 17+")
+    from rmqtwin.spark.standalone import StandaloneCluster
+
+    clusters: dict[int, StandaloneCluster] = {}
+
+    def get(workers: int = 1) -> StandaloneCluster:
+        cluster = clusters.get(workers)
+        if cluster is None:
+            work = tmp_path_factory.mktemp(f"standalone-{workers}")
+            cluster = clusters[workers] = StandaloneCluster(workers, work_dir=work).start()
+        return cluster
+
+    try:
+        yield get
+    finally:
+        for cluster in clusters.values():
+            cluster.stop()
