@@ -86,6 +86,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 SPARK_TESTS = "tests/spark/"
 """Node ids of the tests that share one SparkSession (and the session's ingest) per worker."""
+DOCKER_TESTS = (
+    "tests/test_docker_stack.py",
+    "tests/test_containers.py",
+    "tests/test_readme_example.py",
+    "tests/test_testcontainers_java.py",
+)
+"""Test modules that start containers on fixed loopback ports (a broker's advertised port must be the
+one its container publishes): two workers running them at once collide, so they share one worker."""
 
 _REAL_LINE_ID = re.compile(r"(?<![A-Za-z0-9_.])(?:rocketmq|real)-(4\.9|5)(?![0-9.])")
 
@@ -113,7 +121,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``-n N --dist loadgroup`` (``make test``): every test of one real line on one worker.
 
     Each worker then starts the shared cluster of its own line only. The tests of ``SPARK_TESTS``
-    share one worker too (one Spark and one ingest for them all, not one per worker). Other tests
+    share one worker too (one Spark and one ingest for them all, not one per worker), and so do the
+    ``DOCKER_TESTS`` (fixed published ports). Other tests
     are spread one by one, as ``--dist load`` does. (pytest-xdist's own ``xdist_group`` marks do not
     reach its scheduler under pytest 9, which identifies nodes by ``Node._id``.)
     """
@@ -123,6 +132,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class RealLineScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith(DOCKER_TESTS):
+                return "docker"
             line = real_line_of(nodeid)
             if line is not None:
                 return f"real-{line}"
