@@ -121,6 +121,13 @@ def _decode_v1(data: bytes) -> tuple[ProxyHeader, int] | None:
     return header, end + 2
 
 
+_V2_FAMILIES: dict[int, tuple[str, int, type[ipaddress.IPv4Address] | type[ipaddress.IPv6Address]]] = {
+    1: ("IPv4", 4, ipaddress.IPv4Address),  # AF_INET
+    2: ("IPv6", 16, ipaddress.IPv6Address),  # AF_INET6
+}
+"""v2 address families with IP addresses: (name, address size, address class)."""
+
+
 def _decode_v2(data: bytes) -> tuple[ProxyHeader, int] | None:
     if len(data) < 16:
         return None
@@ -135,22 +142,12 @@ def _decode_v2(data: bytes) -> tuple[ProxyHeader, int] | None:
         raise ProxyProtocolError(f"invalid command: {command}")
     if command == 0 or family >> 4 in (0, 3):  # LOCAL, or AF_UNSPEC / AF_UNIX: no IP addresses
         return ProxyHeader(None, None), total
-    if family >> 4 == 1:  # AF_INET
-        if length < 12:
-            raise ProxyProtocolError(f"incomplete IPv4 address information: {length} bytes")
-        src, dst = data[16:20], data[20:24]
-        sport, dport = struct.unpack_from(">HH", data, 24)
-        return (
-            ProxyHeader(str(ipaddress.IPv4Address(src)), sport, str(ipaddress.IPv4Address(dst)), dport),
-            total,
-        )
-    if family >> 4 == 2:  # AF_INET6
-        if length < 36:
-            raise ProxyProtocolError(f"incomplete IPv6 address information: {length} bytes")
-        src6, dst6 = data[16:32], data[32:48]
-        sport, dport = struct.unpack_from(">HH", data, 48)
-        return (
-            ProxyHeader(str(ipaddress.IPv6Address(src6)), sport, str(ipaddress.IPv6Address(dst6)), dport),
-            total,
-        )
-    raise ProxyProtocolError(f"invalid address family: {family >> 4}")
+    address_family = _V2_FAMILIES.get(family >> 4)
+    if address_family is None:
+        raise ProxyProtocolError(f"invalid address family: {family >> 4}")
+    name, size, address_class = address_family
+    if length < 2 * size + 4:
+        raise ProxyProtocolError(f"incomplete {name} address information: {length} bytes")
+    src, dst = data[16 : 16 + size], data[16 + size : 16 + 2 * size]
+    sport, dport = struct.unpack_from(">HH", data, 16 + 2 * size)
+    return ProxyHeader(str(address_class(src)), sport, str(address_class(dst)), dport), total

@@ -70,3 +70,16 @@ def test_v2_ipv4_ipv6_and_local() -> None:
     assert decode_preamble(v2()[:20], Detection.V2) is None
     with pytest.raises(ProxyProtocolError):
         decode_preamble(v2(command=0x31), Detection.V2)
+
+
+@pytest.mark.parametrize(
+    ("family", "addresses", "message"),
+    [
+        (0x11, b"\x00" * 11, "incomplete IPv4 address information: 11 bytes"),
+        (0x21, b"\x00" * 35, "incomplete IPv6 address information: 35 bytes"),
+        (0x41, b"\x00" * 12, "invalid address family: 4"),
+    ],
+)
+def test_v2_refuses_short_addresses_and_unknown_families(family: int, addresses: bytes, message: str) -> None:
+    with pytest.raises(ProxyProtocolError, match=message):
+        decode_preamble(v2(family, addresses=addresses), Detection.V2)
