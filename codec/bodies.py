@@ -43,6 +43,7 @@ __all__ = [
     "DataVersion",
     "GetConsumerListByGroupResponseBody",
     "GetConsumerStatusBody",
+    "GroupForbidden",
     "GroupList",
     "HeartbeatData",
     "KVTable",
@@ -54,12 +55,14 @@ __all__ = [
     "ProducerConnection",
     "ProducerData",
     "QueryConsumeTimeSpanBody",
+    "QuerySubscriptionResponseBody",
     "QueueData",
     "QueueTimeSpan",
     "RegisterBrokerBody",
     "ResetOffsetBody",
     "SubscriptionData",
     "SubscriptionGroupConfig",
+    "SubscriptionGroupList",
     "SubscriptionGroupWrapper",
     "TopicConfig",
     "TopicConfigSerializeWrapper",
@@ -729,6 +732,31 @@ class SubscriptionGroupConfig(Body):
     consume_timeout_minute: int | None = None  # 5.x (15)
     subscription_data_set: list[Any] | None = None  # 5.x (SimpleSubscriptionData beans)
     attributes: dict[str, str] | None = None  # 5.x
+
+
+@dataclass(slots=True, kw_only=True)
+class SubscriptionGroupList(Body):
+    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST body (5.x)."""
+
+    group_config_list: list[SubscriptionGroupConfig] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class GroupForbidden(Body):
+    """UPDATE_AND_GET_GROUP_FORBIDDEN answer (5.x): whether ``group`` may read ``topic``."""
+
+    topic: str | None = None
+    group: str | None = None
+    readable: bool | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class QuerySubscriptionResponseBody(Body):
+    """QUERY_SUBSCRIPTION_BY_CONSUMER answer (5.x); no subscription while the group is offline."""
+
+    subscription_data: SubscriptionData | None = None
+    group: str | None = None
+    topic: str | None = None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -109,9 +109,12 @@ __all__ = [
     "QueryDataVersionResponseHeader",
     "QueryMessageRequestHeader",
     "QueryMessageResponseHeader",
+    "QuerySubscriptionByConsumerRequestHeader",
     "QueryTopicConsumeByWhoRequestHeader",
+    "QueryTopicsByConsumerRequestHeader",
     "RegisterBrokerRequestHeader",
     "RegisterBrokerResponseHeader",
+    "RegisterTopicRequestHeader",
     "ReplyMessageRequestHeader",
     "ResetOffsetRequestHeader",
     "ResumeCheckHalfMessageRequestHeader",
@@ -126,6 +129,7 @@ __all__ = [
     "UnlockBatchMqRequestHeader",
     "UnregisterClientRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
+    "UpdateGroupForbiddenRequestHeader",
     "ViewBrokerStatsDataRequestHeader",
     "ViewMessageRequestHeader",
     "WipeWritePermOfBrokerRequestHeader",
@@ -967,6 +971,37 @@ class QueryTopicConsumeByWhoRequestHeader(TopicRequestHeader):
 
 
 @dataclass(slots=True, kw_only=True)
+class QueryTopicsByConsumerRequestHeader(RpcRequestHeader):
+    """QUERY_TOPICS_BY_CONSUMER (343, 5.x)."""
+
+    group: str
+
+
+@dataclass(slots=True, kw_only=True)
+class QuerySubscriptionByConsumerRequestHeader(TopicRequestHeader):
+    """QUERY_SUBSCRIPTION_BY_CONSUMER (345, 5.x)."""
+
+    group: str
+    topic: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class UpdateGroupForbiddenRequestHeader(TopicRequestHeader):
+    """UPDATE_AND_GET_GROUP_FORBIDDEN (353, 5.x): without ``readable`` it only reads."""
+
+    group: str
+    topic: str
+    readable: bool | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class RegisterTopicRequestHeader(TopicRequestHeader):
+    """REGISTER_TOPIC_IN_NAMESRV (217, 5.x name server); the body is a TopicRouteData."""
+
+    topic: str
+
+
+@dataclass(slots=True, kw_only=True)
 class QueryConsumeTimeSpanRequestHeader(TopicRequestHeader):
     topic: str
     group: str
@@ -1175,6 +1210,10 @@ REQUEST_HEADERS: dict[int, type[CommandCustomHeader]] = {
     _RC.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: GetConsumerStatusRequestHeader,
     _RC.GET_TOPICS_BY_CLUSTER: GetTopicsByClusterRequestHeader,
     _RC.QUERY_TOPIC_CONSUME_BY_WHO: QueryTopicConsumeByWhoRequestHeader,
+    _RC.QUERY_TOPICS_BY_CONSUMER: QueryTopicsByConsumerRequestHeader,
+    _RC.QUERY_SUBSCRIPTION_BY_CONSUMER: QuerySubscriptionByConsumerRequestHeader,
+    _RC.UPDATE_AND_GET_GROUP_FORBIDDEN: UpdateGroupForbiddenRequestHeader,
+    _RC.REGISTER_TOPIC_IN_NAMESRV: RegisterTopicRequestHeader,
     _RC.QUERY_CONSUME_TIME_SPAN: QueryConsumeTimeSpanRequestHeader,
     _RC.GET_CONSUMER_RUNNING_INFO: GetConsumerRunningInfoRequestHeader,
     _RC.QUERY_CORRECTION_OFFSET: QueryCorrectionOffsetHeader,

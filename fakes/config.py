@@ -54,6 +54,7 @@ class BrokerConfig:
     notify_consumer_ids_changed_enable: bool = True
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+    store_reply_message_enable: bool = True
     enable_property_filter: bool = False
     reject_transaction_message: bool = False
     register_name_server_period: int = 30_000

@@ -393,21 +393,43 @@ class SubscriptionGroupManager(ConfigManager):
     def __init__(self, store_dir: str, built_ins: bool = True) -> None:
         super().__init__(os.path.join(store_dir, "config", "subscriptionGroup.json"))
         self.subscription_group_table: dict[str, SubscriptionGroupConfig] = {}
+        self.forbidden_table: dict[str, dict[str, int]] = {}
+        """5.x: group → topic → forbidden permission bits (``PermName.INDEX_PERM_*``)."""
         self.data_version = DataVersion()
         if built_ins:
             for name in BUILT_IN_GROUPS:
                 self.subscription_group_table[name] = SubscriptionGroupConfig(group_name=name)
 
     def encode(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "dataVersion": self.data_version.to_json(),
             "subscriptionGroupTable": {n: group_to_json(g) for n, g in self.subscription_group_table.items()},
         }
+        if self.forbidden_table:
+            out["forbiddenTable"] = self.forbidden_table
+        return out
 
     def decode(self, obj: Any) -> None:
         for name, g in (obj.get("subscriptionGroupTable") or {}).items():
             self.subscription_group_table[str(name)] = group_from_json(str(name), g)
+        for group, topics in (obj.get("forbiddenTable") or {}).items():
+            self.forbidden_table[str(group)] = {str(t): int(v) for t, v in topics.items()}
         self.data_version = DataVersion.from_json(obj.get("dataVersion"))
+
+    def get_forbidden(self, group: str, topic: str, index: int) -> bool:
+        bit = 1 << index
+        return (max(0, self.forbidden_table.get(group, {}).get(topic, 0)) & bit) == bit
+
+    def update_forbidden(self, group: str, topic: str, index: int, forbid: bool) -> None:
+        """``updateForbidden``: set or clear one bit. As Java's ``updateForbiddenValue``, a value that
+        drops to 0 removes the group's whole entry (its other topics too)."""
+        value = max(0, self.forbidden_table.get(group, {}).get(topic, 0))
+        value = value | (1 << index) if forbid else value & ~(1 << index)
+        if value <= 0:
+            self.forbidden_table.pop(group, None)
+            return
+        self.forbidden_table.setdefault(group, {})[topic] = value
+        self.data_version.next_version()
 
     def update_subscription_group_config(self, cfg: SubscriptionGroupConfig, persist: bool = True) -> None:
         self.subscription_group_table[cfg.group_name] = cfg
@@ -419,6 +441,7 @@ class SubscriptionGroupManager(ConfigManager):
         return self.subscription_group_table.get(group)
 
     def delete_subscription_group_config(self, group: str, persist: bool = True) -> bool:
+        self.forbidden_table.pop(group, None)
         if self.subscription_group_table.pop(group, None) is None:
             return False
         self.data_version.next_version()

@@ -32,6 +32,7 @@ from rmqtwin.store_mirror.index import IndexFile, IndexService
 from rmqtwin.store_mirror.layouts import CQ_ENTRY, CQ_STORE_UNIT_SIZE
 from rmqtwin.store_mirror.record import (
     PROPERTY_WAIT,
+    SCHEDULE_TOPIC,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_TYPE_MASK,
@@ -175,6 +176,8 @@ class MessageStore(Protocol):
     def get_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None: ...
 
     def delete_expired_files(self, force: bool = False, now_ms: int | None = None) -> int: ...
+
+    def clean_expired_consume_queues(self) -> list[tuple[str, int]]: ...
 
 
 class FlushDriver(Protocol):
@@ -707,6 +710,26 @@ class DefaultMessageStore:
                 os.rmdir(os.path.join(self.consume_queue_dir, topic))
             count += 1
         return count
+
+    def clean_expired_consume_queues(self) -> list[tuple[str, int]]:
+        """``cleanExpiredConsumerQueue``: a consume queue whose last entry points below the commitlog's
+        min offset is destroyed (all but the schedule topic's), a topic left without queues goes; the
+        ``(topic, queueId)`` destroyed. An empty queue (last offset -1) stays, as in Java."""
+        min_phy = self.commit_log.get_min_offset()
+        destroyed = []
+        for topic, queues in list(self.consume_queue_table.items()):
+            if topic == SCHEDULE_TOPIC:
+                continue
+            for qid, cq in list(queues.items()):
+                last = cq.get_last_offset()
+                if last != -1 and last < min_phy:
+                    self.commit_log.topic_queue_table.pop(f"{topic}-{qid}", None)
+                    cq.destroy()
+                    del queues[qid]
+                    destroyed.append((topic, qid))
+            if not queues:
+                del self.consume_queue_table[topic]
+        return destroyed
 
     # ---- retention
 

@@ -170,6 +170,14 @@ class ProducerManager:
                 del self.groups[group]
         return expired
 
+    def find_channel(self, client_id: str) -> Any | None:
+        """``findChannel``: the channel a producer client registered with (request-reply's requester)."""
+        for channels in self.groups.values():
+            for channel, info in channels.items():
+                if info.client_id == client_id:
+                    return channel
+        return None
+
     def available_channel(self, group: str) -> Any | None:
         for channel in self.groups.get(group, {}):
             if getattr(channel, "is_active", True):

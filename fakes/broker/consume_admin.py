@@ -2,7 +2,7 @@
 5.5.0's ``AdminBrokerProcessor``: GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET, QUERY_CONSUME_TIME_SPAN,
 QUERY_CORRECTION_OFFSET, GET_BROKER_CONSUME_STATS (``mqadmin brokerConsumeStats``), VIEW_BROKER_STATS_DATA
 (``mqadmin statsAll``), QUERY_CONSUME_QUEUE (``mqadmin queryCq``), CLEAN_UNUSED_TOPIC,
-DELETE_EXPIRED_COMMITLOG.
+CLEAN_EXPIRED_CONSUMEQUEUE, DELETE_EXPIRED_COMMITLOG.
 """
 
 from __future__ import annotations
@@ -216,6 +216,11 @@ class ConsumeAdminProcessor:
         unused = [t for t in self.broker.store.get_topics() if t not in keep]
         if unused:
             self.broker.store.delete_topics(unused)
+        return response()
+
+    def clean_expired_consume_queue(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """``cleanExpiredConsumerQueue``: consume queues wholly below the commitlog's first offset go."""
+        self.broker.store.clean_expired_consume_queues()
         return response()
 
     def delete_expired_commitlog(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

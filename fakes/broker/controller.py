@@ -25,12 +25,14 @@ from rmqtwin.fakes.broker.client_manage import ClientManageProcessor, notify_con
 from rmqtwin.fakes.broker.clients import ConsumerManager, ProducerManager, RebalanceLockManager
 from rmqtwin.fakes.broker.consume_admin import ConsumeAdminProcessor
 from rmqtwin.fakes.broker.filter import ConsumerFilterProcessor
+from rmqtwin.fakes.broker.group_admin import GroupAdminProcessor
 from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
 from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable, OffsetProcessor
 from rmqtwin.fakes.broker.pop import PopProcessor
 from rmqtwin.fakes.broker.pull import PullProcessor
 from rmqtwin.fakes.broker.query import QueryProcessor
 from rmqtwin.fakes.broker.relay import ClientRelayProcessor
+from rmqtwin.fakes.broker.reply import ReplyProcessor
 from rmqtwin.fakes.broker.schedule import ScheduleMessageService
 from rmqtwin.fakes.broker.send import SendProcessor
 from rmqtwin.fakes.broker.stats import BrokerStats
@@ -103,6 +105,8 @@ class BrokerController:
         self.query = QueryProcessor(self)
         self.relay = ClientRelayProcessor(self)
         self.consume_admin = ConsumeAdminProcessor(self)
+        self.group_admin = GroupAdminProcessor(self)
+        self.reply = ReplyProcessor(self)
         self.dispatcher = self._build_dispatcher()
         self.acl = self._enable_acl() if config.acl_enable else None
         self.namesrv = NamesrvClient(self, reactor) if reactor is not None else None
@@ -198,6 +202,16 @@ class BrokerController:
             RequestCode.QUERY_CONSUME_QUEUE: self.consume_admin.query_consume_queue,
             RequestCode.CLEAN_UNUSED_TOPIC: self.consume_admin.clean_unused_topic,
             RequestCode.DELETE_EXPIRED_COMMITLOG: self.consume_admin.delete_expired_commitlog,
+            RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE: self.consume_admin.clean_expired_consume_queue,
+            RequestCode.RESUME_CHECK_HALF_MESSAGE: self.transactions.resume_check_half_message,
+            RequestCode.SEND_REPLY_MESSAGE: self.reply.send_reply_message,
+            RequestCode.SEND_REPLY_MESSAGE_V2: self.reply.send_reply_message,
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST: (
+                self.group_admin.update_and_create_subscription_group_list
+            ),
+            RequestCode.QUERY_TOPICS_BY_CONSUMER: self.group_admin.query_topics_by_consumer,
+            RequestCode.QUERY_SUBSCRIPTION_BY_CONSUMER: self.group_admin.query_subscription_by_consumer,
+            RequestCode.UPDATE_AND_GET_GROUP_FORBIDDEN: self.group_admin.update_and_get_group_forbidden,
             RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: lambda _, __: broker_cluster_acl_config(self.acl),
         }
         for code, handler in table.items():

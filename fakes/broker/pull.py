@@ -17,6 +17,7 @@ from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rmqtwin.codec.java import java_string_hash
 from rmqtwin.fakes.broker.filter import FilterError, message_filter_for
+from rmqtwin.fakes.broker.group_admin import INDEX_PERM_READ, SUBSCRIPTION_FORBIDDEN
 from rmqtwin.fakes.broker.topics import is_readable, parameter_error
 from rmqtwin.fakes.dispatch import Channel, decode_header_fast, require, response, suggest_todo
 from rmqtwin.store_mirror.message_store import GetMessageStatus
@@ -255,6 +256,13 @@ class PullProcessor:
                 return response(
                     ResponseCode.NO_PERMISSION,
                     f"the consumer group[{group}] can not consume by broadcast way",
+                )
+            if broker.config.five and broker.groups.get_forbidden(group, topic, INDEX_PERM_READ):
+                # 5.x ``updateGroupForbidden`` (UPDATE_AND_GET_GROUP_FORBIDDEN): reads refused.
+                return response(
+                    ResponseCode.NO_PERMISSION,
+                    f"the consumer group[{group}] is forbidden for topic[{topic}]",
+                    {"forbiddenType": SUBSCRIPTION_FORBIDDEN},
                 )
             found = group_info.subscriptions.get(topic)
             if found is None:

@@ -13,12 +13,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec.codes import ResponseCode
-from rmqtwin.codec.errors import HeaderFieldError
+from rmqtwin.codec.errors import CodecError, HeaderFieldError
 from rmqtwin.codec.headers import (
     EndTransactionRequestHeader,
+    ResumeCheckHalfMessageRequestHeader,
     from_ext_fields,
 )
-from rmqtwin.codec.message import MessageConst, MessageExt
+from rmqtwin.codec.java import in_java_hash_map_order
+from rmqtwin.codec.message import MessageConst, MessageExt, decode_offset_msg_id
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from rmqtwin.fakes.dispatch import Channel, response
 from rmqtwin.store_mirror.commitlog import PutMessageStatus
@@ -139,3 +141,41 @@ class TransactionService:
             store_host=broker.store_host,
         )
         return broker.store.put_message(op)
+
+    def resume_check_half_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """RESUME_CHECK_HALF_MESSAGE (``mqadmin resumeCheckHalfMessage``): the half message at the offset
+        ``msgId`` names is put back to the half queue with ``TRANSACTION_CHECK_TIMES=0``, so the check
+        service asks its producer again. Anything wrong with the id or the record is one answer."""
+        header = from_ext_fields(ResumeCheckHalfMessageRequestHeader, request.ext_fields, strict=False)
+        msg = None
+        if header.msg_id is not None:
+            try:
+                _, _, offset = decode_offset_msg_id(header.msg_id)
+            except CodecError:
+                offset = None
+            if offset is not None:
+                msg = self.broker.store.look_message_by_offset(offset)
+        if msg is None:
+            return response(ResponseCode.SYSTEM_ERROR, RESUME_FAILED)
+        props = dict(msg.properties)
+        props[MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES] = "0"
+        props = in_java_hash_map_order(props)
+        inner = MessageExtBrokerInner(
+            topic=TRANS_HALF_TOPIC,
+            body=msg.body,
+            flag=msg.flag,
+            properties=props,
+            properties_string=properties_to_string(props),
+            queue_id=0,
+            sys_flag=msg.sys_flag,
+            born_host=msg.born_host,
+            born_timestamp=msg.born_timestamp,
+            store_host=msg.store_host,
+            reconsume_times=msg.reconsume_times,
+        )
+        if self.broker.store.put_message(inner).status is not PutMessageStatus.PUT_OK:
+            return response(ResponseCode.SYSTEM_ERROR, "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")
+        return response()
+
+
+RESUME_FAILED = "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC."

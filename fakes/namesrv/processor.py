@@ -15,6 +15,7 @@ from rmqtwin.codec.bodies import (
     RegisterBrokerBody,
     TopicConfigSerializeWrapper,
     TopicList,
+    TopicRouteData,
     route_standard_json,
 )
 from rmqtwin.codec.codes import RequestCode, ResponseCode
@@ -34,6 +35,7 @@ from rmqtwin.codec.headers import (
     QueryDataVersionResponseHeader,
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
+    RegisterTopicRequestHeader,
     UnRegisterBrokerRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
@@ -103,6 +105,7 @@ class NamesrvProcessor:
             RequestCode.GET_BROKER_CLUSTER_INFO: self.get_broker_cluster_info,
             RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.get_all_topic_list,
             RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic_in_namesrv,
+            **({RequestCode.REGISTER_TOPIC_IN_NAMESRV: self.register_topic_in_namesrv} if five else {}),
             RequestCode.GET_TOPICS_BY_CLUSTER: self.get_topics_by_cluster,
             RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self.get_system_topic_list,
             RequestCode.GET_UNIT_TOPIC_LIST: self.get_unit_topic_list,
@@ -251,6 +254,14 @@ class NamesrvProcessor:
     def delete_topic_in_namesrv(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, DeleteTopicFromNamesrvRequestHeader)
         self.routes.delete_topic(header.topic, header.cluster_name or None)
+        return response()
+
+    def register_topic_in_namesrv(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """5.x only (4.9.7's name server leaves the code unanswered, as for any it does not know)."""
+        topic = decode_header(request, RegisterTopicRequestHeader).topic
+        route = TopicRouteData.decode(request.body) if request.body else None
+        if route is not None and route.queue_datas:
+            self.routes.register_topic(topic, route.queue_datas)
         return response()
 
     def wipe_write_perm(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

@@ -122,12 +122,17 @@ class RouteInfoManager:
         self.topic_queue_table.setdefault(topic_config.topic_name, {})[broker_name] = queue_data
 
     def register_topic(self, topic: str, queue_datas: Iterable[QueueData]) -> None:
-        """REGISTER_TOPIC_IN_NAMESRV (5.x): add queue data for brokers the name server knows."""
+        """REGISTER_TOPIC_IN_NAMESRV (5.x ``registerTopic``): the queue data of brokers the name server
+        knows. As in Java, the first unknown broker stops it: a new topic is then not registered at
+        all, an existing one keeps the entries put before it."""
+        queue_map = self.topic_queue_table.get(topic)
+        target = queue_map if queue_map is not None else {}
         for queue_data in queue_datas:
-            if queue_data.broker_name in self.broker_addr_table:
-                self.topic_queue_table.setdefault(topic, {})[queue_data.broker_name] = dataclasses.replace(
-                    queue_data
-                )
+            if queue_data.broker_name not in self.broker_addr_table:
+                return
+            target[queue_data.broker_name] = dataclasses.replace(queue_data)
+        if queue_map is None and target:
+            self.topic_queue_table[topic] = target
 
     def unregister_broker(
         self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int

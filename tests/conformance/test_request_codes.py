@@ -50,18 +50,5 @@ def test_unserved_codes_answer_as_real_and_served_ones_are_accounted_for(line: s
         broker.shutdown()
 
 
-NOT_MODELLED_YET = {
-    int(c)
-    for c in (
-        RequestCode.REGISTER_TOPIC_IN_NAMESRV,
-        RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST,
-        RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE,
-        RequestCode.RESUME_CHECK_HALF_MESSAGE,
-        RequestCode.SEND_REPLY_MESSAGE,
-        RequestCode.SEND_REPLY_MESSAGE_V2,
-        RequestCode.QUERY_TOPICS_BY_CONSUMER,
-        RequestCode.QUERY_SUBSCRIPTION_BY_CONSUMER,
-        RequestCode.UPDATE_AND_GET_GROUP_FORBIDDEN,
-    )
-}
+NOT_MODELLED_YET: set[int] = set()
 """Served by a real line, not by the twin yet (the coverage matrix names them too)."""

@@ -1,0 +1,123 @@
+"""5.x admin requests about consumer groups (``AdminBrokerProcessor`` of 5.5.0); 4.9.7 has none of them
+and answers REQUEST_CODE_NOT_SUPPORTED, as the twin does when it emulates that line.
+
+- UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (225): several groups in one request; every name is checked
+  before any is written.
+- QUERY_TOPICS_BY_CONSUMER (343): the topics a group has committed offsets for.
+- QUERY_SUBSCRIPTION_BY_CONSUMER (345): an online group's subscription to a topic.
+- UPDATE_AND_GET_GROUP_FORBIDDEN (353): ``mqadmin updateGroupForbidden``; a forbidden group's pulls are
+  answered NO_PERMISSION (``PullProcessor``).
+
+Java decodes a header only when the request has ext fields at all: a request without any skips the
+``@CFNotNull`` checks and meets the nulls later, as the twin does here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rmqtwin.codec.bodies import (
+    GroupForbidden,
+    QuerySubscriptionResponseBody,
+    SubscriptionData,
+    SubscriptionGroupList,
+    TopicList,
+    from_value,
+)
+from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.headers import (
+    QuerySubscriptionByConsumerRequestHeader,
+    QueryTopicsByConsumerRequestHeader,
+    UpdateGroupForbiddenRequestHeader,
+)
+from rmqtwin.fakes.broker.topics import validate_group
+from rmqtwin.fakes.dispatch import Channel, decode_header, require_key, response
+
+if TYPE_CHECKING:
+    from rmqtwin.codec.command import RemotingCommand
+    from rmqtwin.fakes.broker.controller import BrokerController
+
+INDEX_PERM_READ = 2
+"""``PermName.INDEX_PERM_READ``: the bit of a read-forbidden group in the forbidden table."""
+SUBSCRIPTION_FORBIDDEN = 5
+"""``ForbiddenType.SUBSCRIPTION_FORBIDDEN``: a pull answer's ``forbiddenType`` for such a group."""
+
+_NO_GROUP_LIST_NPE = (
+    'java.lang.NullPointerException: Cannot invoke "org.apache.rocketmq.remoting.protocol.body.'
+    'SubscriptionGroupList.getGroupConfigList()" because "subscriptionGroupList" is null'
+)
+"""UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST without a body, as real 5.5.0 answers it."""
+
+
+class GroupAdminProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def _not_supported(self, request: RemotingCommand) -> RemotingCommand | None:
+        if self.broker.config.five:
+            return None
+        return response(
+            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
+        )
+
+    def update_and_create_subscription_group_list(
+        self, channel: Channel, request: RemotingCommand
+    ) -> RemotingCommand:
+        refused = self._not_supported(request)
+        if refused is not None:
+            return refused
+        if not request.body:
+            return response(ResponseCode.SYSTEM_ERROR, _NO_GROUP_LIST_NPE)
+        try:
+            configs = SubscriptionGroupList.decode(request.body).group_config_list
+        except CodecError as exc:
+            return response(ResponseCode.SYSTEM_ERROR, str(exc))
+        for config in configs:
+            problem = validate_group(config.group_name)
+            if problem is not None:
+                return response(ResponseCode.INVALID_PARAMETER, problem)
+        for config in configs:
+            self.broker.groups.put(config)
+        return response()
+
+    def query_topics_by_consumer(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        refused = self._not_supported(request)
+        if refused is not None:
+            return refused
+        strict = request.ext_fields is not None
+        group = decode_header(request, QueryTopicsByConsumerRequestHeader, strict=strict).group
+        broker = self.broker
+        topics = sorted(broker.offsets.which_topic_by_consumer(group)) if group is not None else []
+        addr = f"{broker.config.broker_ip1}:{broker.config.listen_port}"
+        return response(body=TopicList(topic_list=topics, broker_addr=addr).encode())
+
+    def query_subscription_by_consumer(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        refused = self._not_supported(request)
+        if refused is not None:
+            return refused
+        strict = request.ext_fields is not None
+        header = decode_header(request, QuerySubscriptionByConsumerRequestHeader, strict=strict)
+        group = require_key(header.group, "group")  # the consumer table lookup
+        found = self.broker.consumers.find_subscription(group, header.topic) if header.topic else None
+        body = QuerySubscriptionResponseBody(
+            group=header.group,
+            topic=header.topic,
+            subscription_data=from_value(SubscriptionData, found) if found is not None else None,
+        )
+        return response(body=body.encode())
+
+    def update_and_get_group_forbidden(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        refused = self._not_supported(request)
+        if refused is not None:
+            return refused
+        strict = request.ext_fields is not None
+        header = decode_header(request, UpdateGroupForbiddenRequestHeader, strict=strict)
+        group, topic = require_key(header.group, "group"), require_key(header.topic, "topic")
+        groups = self.broker.groups
+        if header.readable is not None:
+            groups.update_forbidden(group, topic, INDEX_PERM_READ, not header.readable)
+            groups.on_change()
+        readable = not groups.get_forbidden(group, topic, INDEX_PERM_READ)
+        body = GroupForbidden(group=group, topic=topic, readable=readable)
+        return response(remark="", body=body.encode())
