@@ -86,14 +86,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 SPARK_TESTS = "tests/spark/"
 """Node ids of the tests that share one SparkSession (and the session's ingest) per worker."""
-DOCKER_TESTS = (
-    "tests/test_docker_stack.py",
-    "tests/test_containers.py",
-    "tests/test_readme_example.py",
-    "tests/test_testcontainers_java.py",
-)
-"""Test modules that start containers on fixed loopback ports (a broker's advertised port must be the
-one its container publishes): two workers running them at once collide, so they share one worker."""
+DOCKER_TESTS = "tests/docker/"
+"""Node ids of the tests that start containers on fixed loopback ports (a broker's advertised port must
+be the one its container publishes): two workers running them at once collide, so they share one."""
 
 _REAL_LINE_ID = re.compile(r"(?<![A-Za-z0-9_.])(?:rocketmq|real)-(4\.9|5)(?![0-9.])")
 
@@ -107,6 +102,18 @@ def real_line_of(nodeid: str) -> str | None:
     return match.group(1) if match else None
 
 
+def xdist_scope(nodeid: str) -> str:
+    """The group of tests ``make test`` runs on one xdist worker: ``docker`` for every test under
+    ``DOCKER_TESTS``, whatever its parameters; ``real-<line>`` for a test of one real line; ``spark`` for
+    the other tests under ``SPARK_TESTS``; otherwise the test alone."""
+    if nodeid.startswith(DOCKER_TESTS):
+        return "docker"
+    line = real_line_of(nodeid)
+    if line is not None:
+        return f"real-{line}"
+    return "spark" if nodeid.startswith(SPARK_TESTS) else nodeid
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
@@ -118,13 +125,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``-n N --dist loadgroup`` (``make test``): every test of one real line on one worker.
+    """``-n N --dist loadgroup`` (``make test``): each group of ``xdist_scope`` on one worker.
 
-    Each worker then starts the shared cluster of its own line only. The tests of ``SPARK_TESTS``
-    share one worker too (one Spark and one ingest for them all, not one per worker), and so do the
-    ``DOCKER_TESTS`` (fixed published ports). Other tests
-    are spread one by one, as ``--dist load`` does. (pytest-xdist's own ``xdist_group`` marks do not
-    reach its scheduler under pytest 9, which identifies nodes by ``Node._id``.)
+    Each worker then starts the shared cluster of its own line only; the tests of ``SPARK_TESTS``
+    share one Spark and one ingest, not one per worker; the tests of ``DOCKER_TESTS`` never run two
+    container stacks on the same fixed ports at once. Other tests are spread one by one, as
+    ``--dist load`` does. (pytest-xdist's own ``xdist_group`` marks do not reach its scheduler under
+    pytest 9, which identifies nodes by ``Node._id``.)
     """
     if config.getvalue("dist") != "loadgroup":
         return None
@@ -132,12 +139,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class RealLineScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.startswith(DOCKER_TESTS):
-                return "docker"
-            line = real_line_of(nodeid)
-            if line is not None:
-                return f"real-{line}"
-            return "spark" if nodeid.startswith(SPARK_TESTS) else nodeid
+            return xdist_scope(nodeid)
 
     return RealLineScheduling(config, log)
 

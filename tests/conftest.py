@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 
-import pytest
 from hypothesis import HealthCheck, settings
 
 # No wall-clock limits in property tests (Hypothesis' 200 ms deadline, its slow-generation check): on a
@@ -15,14 +14,3 @@ settings.load_profile("untimed")
 _OPTIONAL_PLUGINS = ("rmqtwin.conformance.pytest_plugin",)
 
 pytest_plugins = [name for name in _OPTIONAL_PLUGINS if importlib.util.find_spec(name) is not None]
-
-
-@pytest.fixture(scope="session")
-def docker_engine() -> None:
-    """Skips the test, with the reason, unless a Docker engine, compose and the project's images are there
-    (scripts/setup.d/40-docker.sh provides them, or says why it could not)."""
-    from rmqtwin.containers import docker_problem
-
-    problem = docker_problem()
-    if problem is not None:
-        pytest.skip(problem)

@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = [pytest.mark.docker, pytest.mark.java, pytest.mark.xdist_group("docker")]
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_example() -> str:

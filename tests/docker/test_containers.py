@@ -1,7 +1,8 @@
 """The testcontainers modules with the real Java client: the recording proxy in front of a container
 cluster (its capture retrieved to the host), and the reliability of the twin's and real RocketMQ's
 containers: a ``docker restart`` keeps every message and committed offset, a SIGKILL during a
-SYNC_FLUSH send loop loses no acknowledged message. The README's pytest example runs in test_readme.py.
+SYNC_FLUSH send loop loses no acknowledged message. The README's pytest example runs in
+test_readme_example.py.
 
 Images come from scripts/setup.d/40-docker.sh; without an engine these tests skip with its reason.
 """

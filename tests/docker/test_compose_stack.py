@@ -25,7 +25,7 @@ from rmqtwin.containers import RMQTWIN_IMAGE, ROCKETMQ_IMAGE
 # In make test wherever the docker set-up could run (scripts/setup.d/40-docker.sh says why not).
 pytestmark = [pytest.mark.docker, pytest.mark.java, pytest.mark.xdist_group("docker")]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ADVERTISED_NAMES = ("broker", "proxy", "rmqtwin")
 
 

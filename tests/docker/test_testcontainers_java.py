@@ -13,7 +13,7 @@ from rmqtwin.containers import RMQTWIN_IMAGE
 
 pytestmark = [pytest.mark.docker, pytest.mark.java, pytest.mark.xdist_group("docker")]
 
-MODULE = Path(__file__).resolve().parent.parent / "docker" / "testcontainers-java"
+MODULE = Path(__file__).resolve().parents[2] / "docker" / "testcontainers-java"
 
 
 def test_junit_test_of_the_java_module_passes(docker_engine: None) -> None:
