@@ -24,7 +24,10 @@ the step's observation::
 ``$broker`` and ``$cluster`` by the target's. ``observe`` (a list of event kinds, default
 every kind a driver reports) and ``fields`` (keep only these event fields) narrow an observation;
 ``dedupe = true`` observes a driver's events as a set (a second delivery of a body is not compared).
-A step with ``clients = ["4.9"]`` runs only with that client line.
+``sequence = true`` also observes the bodies a consumer received in the order it got them, per queue
+(what orderly consumption promises). ``capture = { uid = ["sent", "index=0", "msgId"] }`` keeps a field
+of a driver's event (kind, key as events are keyed, field) as ``$uid`` for the later steps (a message
+id to query by). A step with ``clients = ["4.9"]`` runs only with that client line.
 """
 
 from __future__ import annotations
@@ -197,7 +200,7 @@ def run_scenario(
         args = substitute(dict(step.args), context)
         began = time.monotonic()
         try:
-            observation = _ACTIONS[step.action](args, target, client, send)
+            observation = _ACTIONS[step.action](args, target, client, send, context)
         except (StepError, AssertionError, OSError) as exc:
             run.error = f"{step.label}: {exc}"
             break
@@ -211,6 +214,9 @@ def run_scenario(
 # Actions
 
 RequestFn = Callable[[str, int, Mapping[str, str] | None, bytes | None], tuple[int, str | None, bytes]]
+Context = dict[str, str]
+"""The run's variables; a step's ``capture`` adds to them."""
+Action = Callable[[Mapping[str, Any], Target, JavaClient, RequestFn, Context], Observation]
 
 
 def raw_request(
@@ -238,7 +244,7 @@ def raw_request(
 
 
 def _create_topic(
-    args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn
+    args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn, context: Context
 ) -> Observation:
     """UPDATE_AND_CREATE_TOPIC on every broker (what mqadmin updateTopic -c does), then the route."""
     topic = str(args["topic"])
@@ -262,12 +268,15 @@ def _create_topic(
     return {"answers": [{"code": code, "remark": remark} for code, remark in answers]}
 
 
-def _driver(action: str) -> Callable[[Mapping[str, Any], Target, JavaClient, RequestFn], Observation]:
-    def run(args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn) -> Observation:
+def _driver(action: str) -> Action:
+    def run(
+        args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn, context: Context
+    ) -> Observation:
         spec = {"namesrv": target.namesrv_addr, **dict(args.get("spec", {}))}
         result = client.run(action, spec)
         if result.returncode != 0 and not result.events:
             raise StepError(f"{action} driver exited {result.returncode}:\n{result.stderr[-2000:]}")
+        context.update(captured(result, args.get("capture", {})))
         return driver_observation(result, args)
 
     return run
@@ -278,6 +287,17 @@ def _event_key(event: Mapping[str, Any], ordinal: int) -> str:
         if event.get(name) is not None:
             return f"{name}={event[name]}"
     return f"#{ordinal}"
+
+
+def captured(result: DriverResult, capture: Mapping[str, list[str]]) -> dict[str, str]:
+    """``name = [kind, key, field]``: the field of the first event of that kind with that key."""
+    values = {}
+    for name, (kind, key, wanted) in capture.items():
+        event = next((e for i, e in enumerate(result.of(kind)) if _event_key(e, i) == key), None)
+        if event is None or event.get(wanted) is None:
+            raise StepError(f"capture {name}: no {kind} event {key} with a {wanted}")
+        values[name] = str(event[wanted])
+    return values
 
 
 def driver_observation(result: DriverResult, args: Mapping[str, Any]) -> Observation:
@@ -301,6 +321,11 @@ def driver_observation(result: DriverResult, args: Mapping[str, Any]) -> Observa
             keyed[f"{key}#{n}"] = kept
         if keyed:
             observation[kind] = dict(sorted(keyed.items()))
+    if args.get("sequence"):
+        sequence: dict[str, list[Any]] = {}
+        for event in result.of("received"):
+            sequence.setdefault(f"queue{event.get('queueId')}", []).append(event.get("body"))
+        observation["sequence"] = dict(sorted(sequence.items()))
     summary = next((e for e in reversed(result.events) if e.get("event") == "summary"), None)
     if summary is not None:
         observation["summary"] = {k: summary[k] for k in SUMMARY_FIELDS if k in summary}
@@ -308,7 +333,9 @@ def driver_observation(result: DriverResult, args: Mapping[str, Any]) -> Observa
     return observation
 
 
-def _mqadmin(args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn) -> Observation:
+def _mqadmin(
+    args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn, context: Context
+) -> Observation:
     argv = [str(a) for a in args.get("args", [])]
     result = client.mqadmin(target.namesrv_addr, *argv)
     lines = [line.rstrip() for line in result.stdout.splitlines() if line.strip()]
@@ -329,7 +356,9 @@ def _mqadmin(args: Mapping[str, Any], target: Target, client: JavaClient, send: 
     return {"ok": result.ok, "failure": failure, "lines": [" ".join(line.split()) for line in lines]}
 
 
-def _request(args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn) -> Observation:
+def _request(
+    args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn, context: Context
+) -> Observation:
     """A raw request (the careless client): ``to`` broker or namesrv, ``code``, ``ext``, ``body``."""
     addr = target.namesrv_addr if args.get("to") == "namesrv" else target.broker_addrs[0]
     body = args.get("body")
@@ -343,12 +372,14 @@ def _request(args: Mapping[str, Any], target: Target, client: JavaClient, send: 
     return observation
 
 
-def _sleep(args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn) -> Observation:
+def _sleep(
+    args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn, context: Context
+) -> Observation:
     time.sleep(float(args.get("seconds", 1)))
     return {}
 
 
-_ACTIONS: dict[str, Callable[[Mapping[str, Any], Target, JavaClient, RequestFn], Observation]] = {
+_ACTIONS: dict[str, Action] = {
     "create_topic": _create_topic,
     "producer": _driver("producer"),
     "push_consumer": _driver("push_consumer"),

@@ -20,7 +20,10 @@ from rmqtwin.conformance.java_client import JavaClient
 from rmqtwin.conformance.report import write_reports
 from rmqtwin.conformance.runner import TWIN_BROKER_CONF, run_catalog
 
-REPORT_DIR = Path(__file__).resolve().parents[2] / "build" / "conformance"
+REPORT_DIR = Path(
+    os.environ.get("RMQTWIN_CONFORMANCE_OUT") or Path(__file__).resolve().parents[2] / "build" / "conformance"
+)
+"""Where the reports go (``RMQTWIN_CONFORMANCE_OUT`` for a run beside another checkout's)."""
 CI_SCENARIOS = os.environ.get("RMQTWIN_CONFORMANCE_ONLY", "")
 """A regular expression narrowing the scenarios (default: the whole catalog)."""
 EVERY_SCENARIO = os.environ.get("RMQTWIN_TEST_ALL") == "1"

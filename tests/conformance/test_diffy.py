@@ -16,7 +16,9 @@ from rmqtwin.conformance.catalog import (
     Scenario,
     ScenarioRun,
     Step,
+    StepError,
     StepRun,
+    captured,
     driver_observation,
     load_catalog,
     substitute,
@@ -93,6 +95,28 @@ def test_driver_events_are_keyed_by_body_so_queue_interleaving_is_not_compared()
     observation = driver_observation(result, {"fields": ["body", "queueId"]})
     assert list(observation["received"]) == ["body=a#0", "body=a#1", "body=b#0"]
     assert observation["summary"] == {"consumed": 2}
+
+
+def test_sequence_keeps_each_queues_arrival_order() -> None:
+    lines = [
+        {"event": "received", "body": "s-2", "queueId": 0},
+        {"event": "received", "body": "x", "queueId": 3},
+        {"event": "received", "body": "s-1", "queueId": 0},
+        {"event": "received", "body": "s-2", "queueId": 0},
+    ]
+    observation = driver_observation(DriverResult("push_consumer", lines, 0, ""), {"sequence": True})
+    assert observation["sequence"] == {"queue0": ["s-2", "s-1", "s-2"], "queue3": ["x"]}
+
+
+def test_capture_takes_a_field_of_the_keyed_event_and_fails_loudly_without_it() -> None:
+    lines = [
+        {"event": "sent", "index": 0, "msgId": "A0"},
+        {"event": "sent", "index": 1, "msgId": "A1", "offsetMsgId": None},
+    ]
+    result = DriverResult("producer", lines, 0, "")
+    assert captured(result, {"uid": ["sent", "index=1", "msgId"]}) == {"uid": "A1"}
+    with pytest.raises(StepError, match="offsetMsgId"):
+        captured(result, {"off": ["sent", "index=1", "offsetMsgId"]})
 
 
 def test_substitute_fills_variables_inside_nested_specs() -> None:
