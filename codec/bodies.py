@@ -278,6 +278,11 @@ class DataVersion(Body):
     timestamp: int = 0
     state_version: int | None = None  # 5.x
 
+    def next_version(self, now_ms: int) -> None:
+        """``DataVersion.nextVersion()``: every change to the table bumps the counter and the time."""
+        self.counter += 1
+        self.timestamp = now_ms
+
 
 @dataclass(slots=True, kw_only=True)
 class SubscriptionData(Body):
@@ -356,7 +361,7 @@ class ClusterInfo(Body):
 # ------------------------------------------------------------------------------------- topics / register
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class TopicConfig(Body):
     """A topic's config (defaults as Java's: 16/16 queues, perm RW, SINGLE_TAG); 5.x adds ``attributes``."""
 

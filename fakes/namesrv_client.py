@@ -15,7 +15,7 @@ from twisted.internet.endpoints import SSL4ClientEndpoint, TCP4ClientEndpoint, c
 from twisted.internet.interfaces import IStreamClientEndpoint
 from twisted.logger import Logger
 
-from rmqtwin.codec.bodies import RegisterBrokerBody, TopicConfigSerializeWrapper, from_value
+from rmqtwin.codec.bodies import RegisterBrokerBody
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.headers import (
     CommandCustomHeader,
@@ -71,9 +71,7 @@ class NamesrvClient:
         if not addrs:
             return succeed(None)
         body = RegisterBrokerBody(
-            topic_config_serialize_wrapper=from_value(
-                TopicConfigSerializeWrapper, self.broker.topics.serialize_wrapper()
-            )
+            topic_config_serialize_wrapper=self.broker.topics.serialize_wrapper()
         ).encode()
         header = RegisterBrokerRequestHeader(
             broker_name=c.broker_name,

@@ -12,11 +12,10 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from rmqtwin.codec import fastjson
-from rmqtwin.codec.bodies import SubscriptionGroupConfig, from_value
+from rmqtwin.codec.bodies import Body, DataVersion, SubscriptionGroupConfig, TopicConfig, from_value
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +28,9 @@ __all__ = [
     "SubscriptionGroupManager",
     "TopicConfig",
     "TopicConfigManager",
+    "bean_to_json",
     "file_to_string",
     "group_from_json",
-    "group_to_json",
     "string_to_file",
     "to_pretty_json",
 ]
@@ -173,72 +172,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass(slots=True)
-class DataVersion:
-    """``DataVersion``: bumped (counter + 1, timestamp now) on every change."""
-
-    counter: int = 0
-    timestamp: int = field(default_factory=_now_ms)
-
-    def next_version(self, now_ms: int | None = None) -> None:
-        self.counter += 1
-        self.timestamp = _now_ms() if now_ms is None else now_ms
-
-    def to_json(self) -> dict[str, Any]:
-        return {"counter": self.counter, "timestamp": self.timestamp}
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any] | None) -> DataVersion:
-        if not obj:
-            return cls()
-        return cls(int(obj.get("counter", 0)), int(obj.get("timestamp", 0)))
-
-
 # ---------------------------------------------------------------------------------------------- topics
-
-
-@dataclass(slots=True)
-class TopicConfig:
-    topic_name: str
-    read_queue_nums: int = 16
-    write_queue_nums: int = 16
-    perm: int = 6
-    topic_filter_type: str = "SINGLE_TAG"
-    topic_sys_flag: int = 0
-    order: bool = False
-    attributes: dict[str, str] | None = None
-    """5.x topic attributes (``message.type`` …); None for a 4.9 config, which has no such property."""
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {} if self.attributes is None else {"attributes": dict(self.attributes)}
-        return out | {
-            "order": self.order,
-            "perm": self.perm,
-            "readQueueNums": self.read_queue_nums,
-            "topicFilterType": self.topic_filter_type,
-            "topicName": self.topic_name,
-            "topicSysFlag": self.topic_sys_flag,
-            "writeQueueNums": self.write_queue_nums,
-        }
-
-    @classmethod
-    def from_json(cls, name: str, obj: Mapping[str, Any]) -> TopicConfig:
-        return cls(
-            topic_name=str(obj.get("topicName", name)),
-            read_queue_nums=int(obj.get("readQueueNums", 16)),
-            write_queue_nums=int(obj.get("writeQueueNums", 16)),
-            perm=int(obj.get("perm", 6)),
-            topic_filter_type=str(obj.get("topicFilterType", "SINGLE_TAG")),
-            topic_sys_flag=int(obj.get("topicSysFlag", 0)),
-            order=bool(obj.get("order", False)),
-            attributes=_string_map(obj.get("attributes")),
-        )
-
-
-def _string_map(value: Any) -> dict[str, str] | None:
-    if not isinstance(value, Mapping):
-        return None
-    return {str(k): str(v) for k, v in value.items()}
 
 
 class TopicConfigManager(ConfigManager):
@@ -247,33 +181,36 @@ class TopicConfigManager(ConfigManager):
     def __init__(self, store_dir: str) -> None:
         super().__init__(os.path.join(store_dir, "config", "topics.json"))
         self.topic_config_table: dict[str, TopicConfig] = {}
-        self.data_version = DataVersion()
+        self.data_version = DataVersion(timestamp=_now_ms())
 
     def encode(self) -> dict[str, Any]:
         return {
-            "dataVersion": self.data_version.to_json(),
-            "topicConfigTable": {name: tc.to_json() for name, tc in self.topic_config_table.items()},
+            "dataVersion": bean_to_json(self.data_version),
+            "topicConfigTable": {name: bean_to_json(tc) for name, tc in self.topic_config_table.items()},
         }
 
     def decode(self, obj: Any) -> None:
         table = obj.get("topicConfigTable") or {}
         for name, tc in table.items():
-            self.topic_config_table[str(name)] = TopicConfig.from_json(str(name), tc)
-        self.data_version = DataVersion.from_json(obj.get("dataVersion"))
+            config = from_value(TopicConfig, tc)
+            if config.topic_name is None:  # a missing ``topicName`` is the table key
+                config.topic_name = str(name)
+            self.topic_config_table[str(name)] = config
+        self.data_version = _data_version(obj.get("dataVersion"))
 
     def select_topic_config(self, topic: str) -> TopicConfig | None:
         return self.topic_config_table.get(topic)
 
     def update_topic_config(self, tc: TopicConfig, persist: bool = True) -> None:
         self.topic_config_table[tc.topic_name] = tc
-        self.data_version.next_version()
+        self.data_version.next_version(_now_ms())
         if persist:
             self.persist()
 
     def delete_topic_config(self, topic: str, persist: bool = True) -> bool:
         if self.topic_config_table.pop(topic, None) is None:
             return False
-        self.data_version.next_version()
+        self.data_version.next_version(_now_ms())
         if persist:
             self.persist()
         return True
@@ -358,14 +295,19 @@ class ScheduleOffsets(ConfigManager):
 # ---------------------------------------------------------------------------------------------- groups
 
 
-def group_to_json(cfg: SubscriptionGroupConfig) -> dict[str, Any]:
-    """A ``SubscriptionGroupConfig`` as its bean properties (sorted, nulls left out)."""
+def bean_to_json(bean: Body) -> dict[str, Any]:
+    """A body's bean properties as a dict (sorted, nulls left out), for the pretty writer."""
     out = {}
-    for attr, java in fastjson.bean_fields(SubscriptionGroupConfig):
-        value = getattr(cfg, attr)
+    for attr, java in fastjson.bean_fields(type(bean)):
+        value = getattr(bean, attr)
         if value is not None:
-            out[java] = value
+            out[java] = bean_to_json(value) if isinstance(value, Body) else value
     return out
+
+
+def _data_version(obj: Any) -> DataVersion:
+    """A file's ``dataVersion`` (a fresh one when the file has none)."""
+    return from_value(DataVersion, obj) if obj else DataVersion(timestamp=_now_ms())
 
 
 def group_from_json(name: str, obj: Mapping[str, Any]) -> SubscriptionGroupConfig:
@@ -395,15 +337,15 @@ class SubscriptionGroupManager(ConfigManager):
         self.subscription_group_table: dict[str, SubscriptionGroupConfig] = {}
         self.forbidden_table: dict[str, dict[str, int]] = {}
         """5.x: group → topic → forbidden permission bits (``PermName.INDEX_PERM_*``)."""
-        self.data_version = DataVersion()
+        self.data_version = DataVersion(timestamp=_now_ms())
         if built_ins:
             for name in BUILT_IN_GROUPS:
                 self.subscription_group_table[name] = SubscriptionGroupConfig(group_name=name)
 
     def encode(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "dataVersion": self.data_version.to_json(),
-            "subscriptionGroupTable": {n: group_to_json(g) for n, g in self.subscription_group_table.items()},
+            "dataVersion": bean_to_json(self.data_version),
+            "subscriptionGroupTable": {n: bean_to_json(g) for n, g in self.subscription_group_table.items()},
         }
         if self.forbidden_table:
             out["forbiddenTable"] = self.forbidden_table
@@ -414,7 +356,7 @@ class SubscriptionGroupManager(ConfigManager):
             self.subscription_group_table[str(name)] = group_from_json(str(name), g)
         for group, topics in (obj.get("forbiddenTable") or {}).items():
             self.forbidden_table[str(group)] = {str(t): int(v) for t, v in topics.items()}
-        self.data_version = DataVersion.from_json(obj.get("dataVersion"))
+        self.data_version = _data_version(obj.get("dataVersion"))
 
     def get_forbidden(self, group: str, topic: str, index: int) -> bool:
         bit = 1 << index
@@ -429,11 +371,11 @@ class SubscriptionGroupManager(ConfigManager):
             self.forbidden_table.pop(group, None)
             return
         self.forbidden_table.setdefault(group, {})[topic] = value
-        self.data_version.next_version()
+        self.data_version.next_version(_now_ms())
 
     def update_subscription_group_config(self, cfg: SubscriptionGroupConfig, persist: bool = True) -> None:
         self.subscription_group_table[cfg.group_name] = cfg
-        self.data_version.next_version()
+        self.data_version.next_version(_now_ms())
         if persist:
             self.persist()
 
@@ -444,7 +386,7 @@ class SubscriptionGroupManager(ConfigManager):
         self.forbidden_table.pop(group, None)
         if self.subscription_group_table.pop(group, None) is None:
             return False
-        self.data_version.next_version()
+        self.data_version.next_version(_now_ms())
         if persist:
             self.persist()
         return True

@@ -6,6 +6,7 @@ consumerConnection/producerConnection/getBrokerConfig, plus the small reads they
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import time
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,6 @@ from rmqtwin.codec.bodies import (
     SubscriptionGroupConfig,
     TopicList,
 )
-from rmqtwin.codec.bodies import TopicConfig as CodecTopicConfig
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import (
     CloneGroupOffsetRequestHeader,
@@ -136,7 +136,7 @@ class AdminProcessor:
             if (wanted.attributes or {}).get("+" + MESSAGE_TYPE) == "MIXED":
                 return response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
             held = self.broker.topics.get(wanted.topic_name)
-            if held is not None and held.to_json() == _store_topic_config(wanted).to_json():
+            if held == _store_topic_config(wanted):
                 return answer
         self.broker.registration = None
         for wanted in configs:
@@ -341,7 +341,7 @@ class AdminProcessor:
     def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         broker = self.broker
         text = "".join(f"{k}={v}\n" for k, v in broker.config.to_properties().items())
-        version = fastjson.dumps(broker.config_data_version.to_json(), sort_map_keys=True).decode()
+        version = fastjson.dumps(broker.config_data_version).decode()
         return response(ext_fields=GetBrokerConfigResponseHeader(version=version), body=text.encode("utf-8"))
 
     def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -366,8 +366,7 @@ class AdminProcessor:
         config = self.broker.topics.get(topic)
         if config is None:
             return response(ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {topic}")
-        body = config.to_json()
-        body.setdefault("attributes", {})
+        body = dataclasses.replace(config, attributes=config.attributes or {})
         return response(body=fastjson.dumps(body, sort_map_keys=True))
 
     def get_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -403,17 +402,9 @@ _NO_TOPIC_LIST_NPE = (
 """UPDATE_AND_CREATE_TOPIC_LIST without a body, as real 5.5.0 answers it."""
 
 
-def _store_topic_config(body: CodecTopicConfig) -> TopicConfig:
-    return TopicConfig(
-        body.topic_name,
-        body.read_queue_nums,
-        body.write_queue_nums,
-        body.perm,
-        body.topic_filter_type,
-        body.topic_sys_flag,
-        body.order,
-        dict(body.attributes) if body.attributes is not None else {},
-    )
+def _store_topic_config(body: TopicConfig) -> TopicConfig:
+    """A listed topic as the table keeps it: 5.x attributes always present (``{}`` when none came)."""
+    return dataclasses.replace(body, attributes=dict(body.attributes or {}))
 
 
 def _not_supported(request: RemotingCommand) -> RemotingCommand:

@@ -18,6 +18,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
+from rmqtwin.codec.bodies import DataVersion
 from rmqtwin.codec.codes import RequestCode
 from rmqtwin.fakes.broker.acl import PlainAclService, broker_cluster_acl_config
 from rmqtwin.fakes.broker.admin import AdminProcessor
@@ -42,7 +43,6 @@ from rmqtwin.fakes.broker.transaction_check import TransactionalMessageCheckServ
 from rmqtwin.fakes.config import BrokerConfig
 from rmqtwin.fakes.dispatch import Channel, Dispatcher
 from rmqtwin.fakes.namesrv_client import NamesrvClient
-from rmqtwin.store_mirror.config import DataVersion
 
 if TYPE_CHECKING:
     from rmqtwin.store_mirror.message_store import MessageStore
@@ -79,7 +79,7 @@ class BrokerController:
         self.boot_time_ms = self.now_ms()
         self.store_host = (store_host_ip(config.broker_ip1 or "127.0.0.1"), config.listen_port)
         self.sync_flush = config.flush_disk_type == "SYNC_FLUSH"
-        self.config_data_version = DataVersion(0, self.now_ms())
+        self.config_data_version = DataVersion(timestamp=self.now_ms())
 
         self.topics = TopicTable(store_dir, config, on_change=self._topics_changed)
         self.groups = SubscriptionGroupTable(

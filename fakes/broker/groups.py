@@ -12,7 +12,7 @@ from typing import Any
 
 from rmqtwin.codec.bodies import SubscriptionGroupConfig
 from rmqtwin.fakes.broker.topics import IllegalNameError, validate_group
-from rmqtwin.store_mirror.config import SubscriptionGroupManager, group_to_json
+from rmqtwin.store_mirror.config import SubscriptionGroupManager, bean_to_json
 
 CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
 
@@ -66,4 +66,4 @@ def with_5x_defaults(config: SubscriptionGroupConfig) -> dict[str, Any]:
         "groupRetryPolicy": {"type": "CUSTOMIZED"},
         "groupSysFlag": 0,
     }
-    return defaults | group_to_json(config)
+    return defaults | bean_to_json(config)

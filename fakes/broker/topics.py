@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
+from rmqtwin.codec.bodies import TopicConfigSerializeWrapper
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.fakes.config import BrokerConfig
 from rmqtwin.store_mirror.config import TopicConfig, TopicConfigManager
@@ -222,6 +222,8 @@ class TopicTable(TopicConfigManager):
         config = self.topic_config_table.get(topic)
         return bool(config and config.order)
 
-    def serialize_wrapper(self) -> dict[str, Any]:
-        """TopicConfigSerializeWrapper: what REGISTER_BROKER and GET_ALL_TOPIC_CONFIG carry."""
-        return self.encode()
+    def serialize_wrapper(self) -> TopicConfigSerializeWrapper:
+        """What REGISTER_BROKER and GET_ALL_TOPIC_CONFIG carry (the live table, not a copy)."""
+        return TopicConfigSerializeWrapper(
+            topic_config_table=self.topic_config_table, data_version=self.data_version
+        )
