@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rmqtwin.logs import LEVELS
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -13,6 +15,9 @@ def register(subparsers: Any) -> None:
         description="A name server and a broker in one process; Java clients and mqadmin use them unchanged.",
     )
     parser.add_argument("--host", default="0.0.0.0", help="interface to bind (default: all)")
+    parser.add_argument(
+        "--log-level", choices=LEVELS, default="warning", help="what reaches stderr (default: warning)"
+    )
     parser.add_argument("--namesrv-port", type=int, default=9876, help="name server port (0 = any free port)")
     parser.add_argument(
         "--broker-port",
@@ -63,26 +68,16 @@ def register(subparsers: Any) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    import sys
 
     from twisted.internet import reactor
-    from twisted.logger import (
-        FilteringLogObserver,
-        Logger,
-        LogLevel,
-        LogLevelFilterPredicate,
-        globalLogBeginner,
-        textFileLogObserver,
-    )
+    from twisted.logger import Logger
 
     from rmqtwin.fakes.config import BrokerConfig
     from rmqtwin.fakes.service import ServeOptions, TwinServer
     from rmqtwin.fakes.tls import TlsMode, TlsSettings
+    from rmqtwin.logs import begin_logging
 
-    observer = FilteringLogObserver(
-        textFileLogObserver(sys.stderr), [LogLevelFilterPredicate(defaultLogLevel=LogLevel.warn)]
-    )
-    globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)
+    begin_logging(args.log_level)
     log = Logger("rmqtwin.serve")
 
     config = BrokerConfig.load(args.config) if args.config else BrokerConfig()

@@ -10,6 +10,8 @@ import contextlib
 import sys
 from typing import Any
 
+from rmqtwin.logs import LEVELS
+
 __all__ = ["register"]
 
 
@@ -46,6 +48,9 @@ def register(subparsers: Any) -> None:
         "--max-segments", type=int, default=0, help="keep at most this many segments (0 = all)"
     )
     proxy.add_argument("--keep-credentials", action="store_true", help="do not redact ACL credentials")
+    proxy.add_argument(
+        "--log-level", choices=LEVELS, default="warning", help="what reaches stderr (default: warning)"
+    )
     proxy.add_argument(
         "--max-pending", type=int, default=4096, help="reads batched before the capture is written early"
     )
@@ -205,23 +210,15 @@ def _run_proxy(args: argparse.Namespace) -> int:
     import time
 
     from twisted.internet import reactor
-    from twisted.logger import (
-        FilteringLogObserver,
-        LogLevel,
-        LogLevelFilterPredicate,
-        globalLogBeginner,
-        textFileLogObserver,
-    )
 
     from rmqtwin import __version__
+    from rmqtwin.logs import begin_logging
     from rmqtwin.proxy.capture import CaptureWriter
     from rmqtwin.proxy.forwarding import RecordingProxy, Upstream
     from rmqtwin.proxy.recorder import Recorder
 
     # Warnings and errors (an exception in a protocol callback closes that connection) go to stderr.
-    predicate = LogLevelFilterPredicate(defaultLogLevel=LogLevel.warn)
-    observer = FilteringLogObserver(textFileLogObserver(sys.stderr), [predicate])
-    globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)
+    begin_logging(args.log_level)
     upstreams = [Upstream.parse(u) for u in args.upstream]
     recorder = None
     if args.capture:
