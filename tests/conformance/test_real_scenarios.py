@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
-from tests.fakes.test_serve import call
+from tests.fakes.helpers import call
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -1,15 +1,19 @@
-"""Drive the fakes' protocols in memory: StringTransport for the wire, Clock for time."""
+"""Drive the fakes' protocols in memory (StringTransport for the wire, Clock for time), and one
+synchronous request over a real socket for the tests of running servers."""
 
 from __future__ import annotations
 
 import os
+import socket
 from typing import Any
 
+import orjson
 from twisted.internet import defer
 from twisted.internet.address import IPv4Address
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 
+from rmqtwin.codec.codes import CURRENT_VERSION_4, RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand, create_request
 from rmqtwin.codec.connection import RemotingConnection, RequestReceived, ResponseReceived
 from rmqtwin.fakes.broker.controller import BrokerController
@@ -131,3 +135,76 @@ def send_v2(
         body,
         version=409,
     )
+
+
+# --- the broker's requests, in memory ------------------------------------------------------------------
+
+
+def peer(broker: BrokerController, clock: Clock) -> Peer:
+    return Peer(broker.dispatcher, clock, on_close=broker.channel_closed)
+
+
+def heartbeat(p: Peer, group: str, topic: str, sub: str = "*", client_id: str = "127.0.0.1@1") -> None:
+    from rmqtwin.fakes.broker.pull import build_subscription_data
+
+    data = build_subscription_data(topic, sub)
+    data["subVersion"] = 1
+    body = orjson.dumps(
+        {
+            "clientID": client_id,
+            "consumerDataSet": [
+                {
+                    "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET",
+                    "consumeType": "CONSUME_PASSIVELY",
+                    "groupName": group,
+                    "messageModel": "CLUSTERING",
+                    "subscriptionDataSet": [data],
+                    "unitMode": False,
+                }
+            ],
+            "producerDataSet": [{"groupName": "CLIENT_INNER_PRODUCER"}],
+        }
+    )
+    answer = p.call(RequestCode.HEART_BEAT, None, body, version=409)
+    assert answer.code == ResponseCode.SUCCESS
+
+
+def pull_header(
+    group: str, topic: str, offset: int, *, suspend: int = 15000, sys_flag: int = 2, queue_id: int = 0
+) -> dict[str, Any]:
+    return {
+        "consumerGroup": group,
+        "topic": topic,
+        "queueId": queue_id,
+        "queueOffset": offset,
+        "maxMsgNums": 32,
+        "sysFlag": sys_flag,
+        "commitOffset": 0,
+        "suspendTimeoutMillis": suspend,
+        "subVersion": 0,
+    }
+
+
+# --- over a real socket ----------------------------------------------------------------------------------
+
+
+def call(
+    addr: str,
+    code: int,
+    ext: dict[str, str] | None = None,
+    body: bytes | None = None,
+    *,
+    version: int = CURRENT_VERSION_4,
+) -> RemotingCommand:
+    """One synchronous request over a fresh TCP connection (a 4.9.8 client's unless ``version``)."""
+    host, _, port = addr.rpartition(":")
+    conn = RemotingConnection()
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        conn.send_request(create_request(code, ext, body, version=version), now=0, timeout=10)
+        sock.sendall(conn.data_to_send())
+        while True:
+            data = sock.recv(65536)
+            assert data, "connection closed before the response"
+            for event in conn.receive_data(data):
+                if isinstance(event, ResponseReceived):
+                    return event.command

@@ -12,8 +12,7 @@ from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.headers import CreateTopicRequestHeader, to_ext_fields
 from rmqtwin.codec.message import Message, decode_message_records, encode_batch
-from rmqtwin.fakes.broker.controller import BrokerController
-from tests.fakes.helpers import Peer, make_broker, send_v2
+from tests.fakes.helpers import heartbeat, make_broker, peer, pull_header, send_v2
 
 FAST_DELAYS = " ".join(["1s"] * 18)
 
@@ -25,51 +24,6 @@ def env(tmp_path: Any) -> Any:
     broker = make_broker(tmp_path, clock, rocketmq_version="4.9", messageDelayLevel=FAST_DELAYS)
     yield broker, clock
     broker.shutdown()
-
-
-def peer(broker: BrokerController, clock: Clock) -> Peer:
-    return Peer(broker.dispatcher, clock, on_close=broker.channel_closed)
-
-
-def heartbeat(p: Peer, group: str, topic: str, sub: str = "*", client_id: str = "127.0.0.1@1") -> None:
-    from rmqtwin.fakes.broker.pull import build_subscription_data
-
-    data = build_subscription_data(topic, sub)
-    data["subVersion"] = 1
-    body = orjson.dumps(
-        {
-            "clientID": client_id,
-            "consumerDataSet": [
-                {
-                    "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET",
-                    "consumeType": "CONSUME_PASSIVELY",
-                    "groupName": group,
-                    "messageModel": "CLUSTERING",
-                    "subscriptionDataSet": [data],
-                    "unitMode": False,
-                }
-            ],
-            "producerDataSet": [{"groupName": "CLIENT_INNER_PRODUCER"}],
-        }
-    )
-    answer = p.call(RequestCode.HEART_BEAT, None, body, version=409)
-    assert answer.code == ResponseCode.SUCCESS
-
-
-def pull_header(
-    group: str, topic: str, offset: int, *, suspend: int = 15000, sys_flag: int = 2, queue_id: int = 0
-) -> dict[str, Any]:
-    return {
-        "consumerGroup": group,
-        "topic": topic,
-        "queueId": queue_id,
-        "queueOffset": offset,
-        "maxMsgNums": 32,
-        "sysFlag": sys_flag,
-        "commitOffset": 0,
-        "suspendTimeoutMillis": suspend,
-        "subVersion": 0,
-    }
 
 
 def test_send_then_pull_returns_the_stored_record(env: Any) -> None:

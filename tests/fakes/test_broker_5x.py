@@ -21,7 +21,7 @@ from rmqtwin.codec.codes import CURRENT_VERSION_5, RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand
 from rmqtwin.codec.message import Message, MessageExt, decode_message_records, encode_batch
 from rmqtwin.conformance.runner import TWIN_BROKER_CONF
-from tests.fakes.test_serve import call
+from tests.fakes.helpers import call
 
 TARGETS = ["rmqtwin", pytest.param("real-5", marks=pytest.mark.real)]
 

@@ -15,9 +15,7 @@ from rmqtwin.codec.message import decode_message_records
 from rmqtwin.fakes.faults import install_faults
 from rmqtwin.fakes.pytest_plugin import RunningTwin
 from rmqtwin.proxy.faults import FaultEngine
-from tests.fakes.helpers import Peer, make_broker, send_v2
-from tests.fakes.test_broker import heartbeat, pull_header
-from tests.fakes.test_serve import call
+from tests.fakes.helpers import Peer, call, heartbeat, make_broker, pull_header, send_v2
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from rmqtwin.codec.bodies import GetConsumerStatusBody
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.conformance.java_client import JavaClient, MQAdminResult
 from rmqtwin.conformance.runner import TWIN_BROKER_CONF
-from tests.fakes.test_java_conformance import Target
-from tests.fakes.test_serve import call
+from tests.fakes.helpers import call
+from tests.fakes.java_target import Target
 
 pytestmark = [pytest.mark.java, pytest.mark.slow, pytest.mark.timeout(900)]
 """``slow`` (make test-all): a dozen mqadmin JVMs per target; under a loaded ``make test`` it outran 300 s."""

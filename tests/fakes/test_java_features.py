@@ -18,8 +18,8 @@ import pytest
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.message import decode_message_records
 from rmqtwin.conformance.java_client import JavaClient
-from tests.fakes.test_java_conformance import Target, make_target
-from tests.fakes.test_serve import call
+from tests.fakes.helpers import call
+from tests.fakes.java_target import Target, make_target
 
 pytestmark = pytest.mark.java
 

@@ -23,8 +23,7 @@ from rmqtwin.codec.codes import CURRENT_VERSION_5, RequestCode, ResponseCode
 from rmqtwin.codec.command import create_response
 from rmqtwin.fakes.dispatch import NULL_KEY_NPE
 from rmqtwin.fakes.namesrv.controller import NamesrvController
-from tests.fakes.helpers import Peer, make_broker, send_v2
-from tests.fakes.test_broker import heartbeat, peer, pull_header
+from tests.fakes.helpers import Peer, heartbeat, make_broker, peer, pull_header, send_v2
 
 
 @pytest.fixture(params=["4.9", "5.5"])

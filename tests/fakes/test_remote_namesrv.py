@@ -24,7 +24,7 @@ import pytest
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.fakes.pytest_plugin import READY_PATTERN
-from tests.fakes.test_serve import call
+from tests.fakes.helpers import call
 
 if TYPE_CHECKING:
     from rmqtwin.conformance.java_client import JavaClient

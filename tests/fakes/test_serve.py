@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,32 +14,9 @@ import pytest
 import pytest_twisted
 
 from rmqtwin.codec import fastjson
-from rmqtwin.codec.codes import CURRENT_VERSION_4, RequestCode, ResponseCode
-from rmqtwin.codec.command import RemotingCommand, create_request
-from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
+from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.fakes.pytest_plugin import RunningTwin, start_subprocess
-
-
-def call(
-    addr: str,
-    code: int,
-    ext: dict[str, str] | None = None,
-    body: bytes | None = None,
-    *,
-    version: int = CURRENT_VERSION_4,
-) -> RemotingCommand:
-    """One synchronous request over a fresh TCP connection (a 4.9.8 client's unless ``version``)."""
-    host, _, port = addr.rpartition(":")
-    conn = RemotingConnection()
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        conn.send_request(create_request(code, ext, body, version=version), now=0, timeout=10)
-        sock.sendall(conn.data_to_send())
-        while True:
-            data = sock.recv(65536)
-            assert data, "connection closed before the response"
-            for event in conn.receive_data(data):
-                if isinstance(event, ResponseReceived):
-                    return event.command
+from tests.fakes.helpers import call
 
 
 def test_fixture_gives_a_registered_broker(rocketmq: RunningTwin) -> None:

@@ -14,7 +14,7 @@ from rmqtwin.codec.message import decode_message_records
 from rmqtwin.fakes.broker.controller import BrokerController
 from rmqtwin.fakes.broker.filter import FilterError, SqlMessageFilter, message_filter_for
 from rmqtwin.fakes.broker.sql92 import compile_selector
-from tests.fakes.helpers import Peer, make_broker, send_v2
+from tests.fakes.helpers import Peer, make_broker, peer, send_v2
 
 TOPIC = "SqlTopic"
 GROUP = "sql_group"
@@ -39,10 +39,6 @@ def sql_subscription(topic: str, sql: str) -> dict[str, Any]:
         "tagsSet": [],
         "topic": topic,
     }
-
-
-def peer(broker: BrokerController, clock: Clock) -> Peer:
-    return Peer(broker.dispatcher, clock, on_close=broker.channel_closed)
 
 
 def heartbeat(p: Peer, group: str, subscription: dict[str, Any], version: int = 409) -> None:

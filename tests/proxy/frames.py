@@ -46,3 +46,16 @@ def binary_frame(
     )
     header += struct.pack(">i", len(section)) + section
     return struct.pack(">II", 4 + len(header) + len(body), (1 << 24) | len(header)) + header + body
+
+
+# protocol.md §3.17 (standard JSON, quoted keys) and §3.18 (plain fastjson, unquoted keys), two brokers.
+ROUTE_QUOTED = (
+    b'{"brokerDatas":[{"brokerAddrs":{"0":"10.0.0.5:10911","1":"10.0.0.6:10911"},"brokerName":"broker-a",'
+    b'"cluster":"DefaultCluster","enableActingMaster":false}],"filterServerTable":{"10.0.0.5:10911":["10.0.0.9:1"]},'
+    b'"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}'
+)
+ROUTE_UNQUOTED = ROUTE_QUOTED.replace(b'{"0":', b"{0:").replace(b',"1":', b",1:")
+CLUSTER_INFO = (
+    b'{"brokerAddrTable":{"broker-a":{"brokerAddrs":{0:"10.0.0.5:10911"},"brokerName":"broker-a",'
+    b'"cluster":"DefaultCluster"}},"clusterAddrTable":{"DefaultCluster":["broker-a"]}}'
+)

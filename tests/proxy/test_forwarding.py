@@ -28,8 +28,7 @@ from rmqtwin.proxy.faults import FaultEngine
 from rmqtwin.proxy.forwarding import KIND_BROKER, ProxiedConnection, RecordingProxy, Upstream
 from rmqtwin.proxy.recorder import Recorder
 from rmqtwin.proxy.wire import peek_header
-from tests.proxy.frames import json_frame
-from tests.proxy.test_rewrite import CLUSTER_INFO, ROUTE_QUOTED
+from tests.proxy.frames import CLUSTER_INFO, ROUTE_QUOTED, json_frame
 
 
 class _Port:
