@@ -107,6 +107,32 @@ def test_a_check_back_is_replayed_when_the_target_checks_the_replayed_half_messa
     assert traffic.max_offset(target) == 2
 
 
+def test_a_consumer_running_info_the_target_relays_is_answered_as_the_consumer_answered_it(
+    rocketmq_factory: RocketMQFactory, tmp_path: Path
+) -> None:
+    recording = rocketmq_factory()
+    traffic.create_topic(recording, prefill=0)
+    capture = tmp_path / "running-info.rmqcap"
+    traffic.record_running_info(recording, capture)
+    recording.stop()
+    plan = load_plan(capture)
+    [consumer] = [c for c in plan.connections if c.client_answers]
+    assert list(consumer.client_answers) == [RequestCode.GET_CONSUMER_RUNNING_INFO]
+    target = rocketmq_factory()
+    traffic.create_topic(target, prefill=0)
+    ctx = ReplayContext(namesrv=target.namesrv_addr, brokers={}, speed=1.0, run_id="ri")
+    prepare_context(plan, ctx, {})
+    results, _, seen = replay_connections(plan.connections, ctx)
+    # the replayed admin asks for the replayed consumer (its client id suffixed); the target relays the
+    # request to the replayed consumer connection, the replayer answers with the recorded body, and the
+    # target hands that to the admin: its answer equals the one recorded
+    assert seen["GET_CONSUMER_RUNNING_INFO"] == 1
+    assert not [name for name in seen if "no recorded answer" in name], seen
+    [asked] = [r for r in results if r.code == RequestCode.GET_CONSUMER_RUNNING_INFO]
+    assert (asked.verdict, asked.replayed_code, asked.detail) == ("same", 0, "")
+    assert {r.verdict for r in results} == {"same"}, [(r.code_name, r.detail) for r in results]
+
+
 def test_scale_2_with_suffixed_topics_replays_a_second_copy_into_its_own_topic(
     recorded: Path, rocketmq_factory: RocketMQFactory
 ) -> None:

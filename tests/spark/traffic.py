@@ -15,7 +15,7 @@ import pytest
 
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
-from rmqtwin.codec.command import RemotingCommand, create_request
+from rmqtwin.codec.command import RemotingCommand, create_request, create_response
 from rmqtwin.codec.connection import RemotingConnection, RequestReceived, ResponseReceived
 from rmqtwin.codec.message import properties_to_string
 from rmqtwin.fakes.pytest_plugin import RocketMQFactory, RunningTwin
@@ -71,6 +71,11 @@ class Client:
 
     def call(self, request: RemotingCommand) -> RemotingCommand:
         return self.answer(self.send(request))
+
+    def respond(self, request: RemotingCommand, response: RemotingCommand) -> None:
+        """Answer a request the server sent."""
+        self.conn.send_response(request, response)
+        self.sock.sendall(self.conn.data_to_send())
 
     def close(self) -> None:
         self.sock.close()
@@ -244,6 +249,44 @@ def record_check_back(twin: RunningTwin, capture: Path) -> None:
         pulled = consumer.call(pull_request(0, before))
         assert pulled.code == ResponseCode.SUCCESS, pulled
         for client in (namesrv, producer, consumer):
+            client.close()
+        time.sleep(0.1)
+    finally:
+        proxy.stop()
+
+
+RUNNING_INFO = orjson.dumps(
+    {
+        "properties": {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY", "PROP_THREADPOOL_CORE_SIZE": "20"},
+        "subscriptionSet": [{"topic": TOPIC, "subString": "*", "tagsSet": [], "codeSet": []}],
+        "mqTable": {},
+        "statusTable": {},
+    }
+)
+"""What the recorded consumer answers GET_CONSUMER_RUNNING_INFO (a ConsumerRunningInfo as Java writes it)."""
+
+
+def record_running_info(twin: RunningTwin, capture: Path) -> None:
+    """mqadmin consumerStatus, through a proxy in front of ``twin``: the admin asks the broker for a
+    consumer's running info, the broker relays GET_CONSUMER_RUNNING_INFO to the consumer, which answers
+    ``RUNNING_INFO``; the consumer heartbeats again afterwards (its connection lives on)."""
+    proxy = start_proxy(twin.namesrv_addr, capture)
+    try:
+        namesrv = Client(proxy.namesrv)
+        route = namesrv.call(create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}))
+        addrs = fastjson.loads(route.body or b"")["brokerDatas"][0]["brokerAddrs"]
+        broker = addrs.get(0) or addrs["0"]
+        consumer = Client(broker)
+        assert consumer.call(heartbeat(CONSUMER_ID, consumer=True)).code == ResponseCode.SUCCESS
+        admin = Client(broker)
+        ask = {"consumerGroup": CONSUMER_GROUP, "clientId": CONSUMER_ID, "jstackEnable": "false"}
+        opaque = admin.send(create_request(RequestCode.GET_CONSUMER_RUNNING_INFO, ask))
+        relayed = consumer.request(RequestCode.GET_CONSUMER_RUNNING_INFO)
+        consumer.respond(relayed, create_response(relayed, ResponseCode.SUCCESS, body=RUNNING_INFO))
+        answer = admin.answer(opaque)
+        assert (answer.code, answer.body) == (ResponseCode.SUCCESS, RUNNING_INFO), answer
+        assert consumer.call(heartbeat(CONSUMER_ID, consumer=True)).code == ResponseCode.SUCCESS
+        for client in (namesrv, consumer, admin):
             client.close()
         time.sleep(0.1)
     finally:
