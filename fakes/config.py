@@ -16,10 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rmqtwin.codec.codes import version_ordinal
 from rmqtwin.store_mirror.record import parse_delay_levels
 
 ROCKETMQ_VERSIONS = ("4.9", "5.5")
 """The real broker lines the twin can answer as; the last is the default."""
+SERVER_RELEASES = {"4.9": "V4_9_7", "5.5": "V5_5_0"}
+"""The real release each line answers as (4.9.7 is the newest 4.9 server on Maven Central): its
+``MQVersion.CURRENT_VERSION`` is the ``version`` of every command the server sends, whatever the
+request's, and its name is GET_BROKER_RUNTIME_INFO's ``brokerVersionDesc``."""
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
 
@@ -133,6 +138,16 @@ class BrokerConfig:
     def five(self) -> bool:
         """Whether the twin answers as a 5.x broker (else as 4.9.x)."""
         return not self.rocketmq_version.startswith("4.")
+
+    @property
+    def server_release(self) -> str:
+        """The emulated release's ``MQVersion`` name (``SERVER_RELEASES``)."""
+        return SERVER_RELEASES["5.5" if self.five else "4.9"]
+
+    @property
+    def server_version(self) -> int:
+        """The ``version`` of every command the twin's servers send, as the emulated release sends it."""
+        return version_ordinal(self.server_release)
 
     @property
     def broker_addr(self) -> str:

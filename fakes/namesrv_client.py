@@ -51,7 +51,12 @@ class NamesrvClient:
             endpoint = SSL4ClientEndpoint(self.reactor, host, int(port), options, timeout=5)
         else:
             endpoint = TCP4ClientEndpoint(self.reactor, host, int(port), timeout=5)
-        proto = RemotingProtocol(None, self.reactor, on_close=lambda p: self._closed(addr, p))
+        proto = RemotingProtocol(
+            None,
+            self.reactor,
+            version=self.broker.config.server_version,
+            on_close=lambda p: self._closed(addr, p),
+        )
         d: Deferred[RemotingProtocol] = connectProtocol(endpoint, proto)
 
         def connected(p: RemotingProtocol) -> RemotingProtocol:

@@ -30,7 +30,7 @@ from twisted.logger import Logger
 from twisted.protocols.tls import TLSMemoryBIOProtocol
 from twisted.python.failure import Failure
 
-from rmqtwin.codec.codes import CURRENT_VERSION_4
+from rmqtwin.codec.codes import version_ordinal
 from rmqtwin.codec.connection import (
     DecodeInSteps,
     RemotingConnection,
@@ -40,12 +40,14 @@ from rmqtwin.codec.connection import (
 )
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.proxy_protocol import Detection, ProxyProtocolError, decode_preamble, detect
+from rmqtwin.fakes.config import ROCKETMQ_VERSIONS, SERVER_RELEASES
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
     from rmqtwin.fakes.dispatch import RequestHandler
 
-SERVER_VERSION = CURRENT_VERSION_4
+SERVER_VERSION = version_ordinal(SERVER_RELEASES[ROCKETMQ_VERSIONS[-1]])
+"""The default line's ``version`` (``BrokerConfig.server_version`` is the emulated line's)."""
 DEFAULT_MAX_IDLE_SECONDS = 120.0
 """``serverChannelMaxIdleTimeSeconds``' default in both real lines."""
 WRITE_BUFFER_HIGH_WATER_MARK = 64 * 1024

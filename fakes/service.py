@@ -91,6 +91,7 @@ class TwinServer:
             factory = RemotingServerFactory(
                 self.namesrv.dispatcher,
                 self.reactor,
+                version=opts.config.server_version,
                 on_close=self.namesrv.channel_closed,
                 proxy_protocol=opts.config.five,  # 5.x servers read an HAProxy preamble
             )
@@ -122,6 +123,7 @@ class TwinServer:
         factory = RemotingServerFactory(
             _LateDispatcher(holder),
             self.reactor,
+            version=config.server_version,
             on_close=on_close,
             max_idle_seconds=config.server_channel_max_idle_time_seconds,
             proxy_protocol=config.five,  # 5.x servers read an HAProxy preamble

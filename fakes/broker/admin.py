@@ -55,8 +55,6 @@ if TYPE_CHECKING:
     from rmqtwin.fakes.broker.clients import ClientChannelInfo
     from rmqtwin.fakes.broker.controller import BrokerController
 
-BROKER_VERSION_DESC = "V4_9_8"
-BROKER_VERSION = 409
 CONFIG_BLACK_LIST = ("configBlackList", "brokerConfigPath")
 
 
@@ -293,9 +291,10 @@ class AdminProcessor:
         stats = broker.stats
         now_ms = int(time.time() * 1000)
         store = broker.store
-        table = {
-            "brokerVersionDesc": BROKER_VERSION_DESC,
-            "brokerVersion": str(BROKER_VERSION),
+        table = {"brokerVersionDesc": broker.config.server_release}
+        if not broker.config.five:  # 5.5.0 dropped it
+            table["brokerVersion"] = str(broker.config.server_version)
+        table |= {
             "msgPutTotalYesterdayMorning": "0",
             "msgPutTotalTodayMorning": "0",
             "msgPutTotalTodayNow": str(stats.put_total),
