@@ -29,12 +29,25 @@ def test_the_child_of_a_killed_parent_is_gone() -> None:
     )
     assert parent.stdout is not None
     child_pid = int(parent.stdout.readline())
+    # setpriv asks for the signal, then execs: killed before that, the parent leaves an unmarked child
+    deadline = time.monotonic() + 10
+    while _command(child_pid) != "sleep":
+        assert time.monotonic() < deadline, f"the child is still {_command(child_pid)!r}"
+        time.sleep(0.01)
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and _alive(child_pid):
         time.sleep(0.05)
     assert not _alive(child_pid)
+
+
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().strip()
+    except FileNotFoundError:
+        return ""
 
 
 def _alive(pid: int) -> bool:
