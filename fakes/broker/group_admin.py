@@ -8,8 +8,8 @@ and answers REQUEST_CODE_NOT_SUPPORTED, as the twin does when it emulates that l
 - UPDATE_AND_GET_GROUP_FORBIDDEN (353): ``mqadmin updateGroupForbidden``; a forbidden group's pulls are
   answered NO_PERMISSION (``PullProcessor``).
 
-Java decodes a header only when the request has ext fields at all: a request without any skips the
-``@CFNotNull`` checks and meets the nulls later, as the twin does here.
+Real 5.5.0 does not refuse these headers for a missing ``@CFNotNull`` field: the null is met where the
+processor first uses it (a table lookup's NPE, or nothing), as the twin does here.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from rmqtwin.codec.headers import (
 )
 from rmqtwin.fakes.broker.topics import validate_group
 from rmqtwin.fakes.dispatch import Channel, decode_header, require_key, response
+from rmqtwin.store_mirror.config import TOPIC_GROUP_SEPARATOR
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
@@ -45,9 +46,16 @@ SUBSCRIPTION_FORBIDDEN = 5
 
 _NO_GROUP_LIST_NPE = (
     'java.lang.NullPointerException: Cannot invoke "org.apache.rocketmq.remoting.protocol.body.'
-    'SubscriptionGroupList.getGroupConfigList()" because "subscriptionGroupList" is null'
+    'SubscriptionGroupList.getGroupConfigList()" because "subscriptionGroupList" is null, '
+    "org.apache.rocketmq.broker.processor.AdminBrokerProcessor.updateAndCreateSubscriptionGroupList"
+    "(AdminBrokerProcessor.java:1592)"
 )
 """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST without a body, as real 5.5.0 answers it."""
+_NULL_GROUP_NPE = (
+    'java.lang.NullPointerException: Cannot invoke "String.equals(Object)" because "group" is null, '
+    "org.apache.rocketmq.broker.offset.ConsumerOffsetManager.whichTopicByConsumer(ConsumerOffsetManager.java:149)"
+)
+"""QUERY_TOPICS_BY_CONSUMER without a group on a broker with committed offsets, as real 5.5.0 answers it."""
 
 
 class GroupAdminProcessor:
@@ -85,10 +93,14 @@ class GroupAdminProcessor:
         refused = self._not_supported(request)
         if refused is not None:
             return refused
-        strict = request.ext_fields is not None
-        group = decode_header(request, QueryTopicsByConsumerRequestHeader, strict=strict).group
+        group = decode_header(request, QueryTopicsByConsumerRequestHeader, strict=False).group
         broker = self.broker
-        topics = sorted(broker.offsets.which_topic_by_consumer(group)) if group is not None else []
+        if group is None:
+            if any(key.count(TOPIC_GROUP_SEPARATOR) == 1 for key in broker.offsets.offset_table):
+                return response(ResponseCode.SYSTEM_ERROR, _NULL_GROUP_NPE)
+            topics = []
+        else:
+            topics = sorted(broker.offsets.which_topic_by_consumer(group))
         addr = f"{broker.config.broker_ip1}:{broker.config.listen_port}"
         return response(body=TopicList(topic_list=topics, broker_addr=addr).encode())
 
@@ -96,8 +108,7 @@ class GroupAdminProcessor:
         refused = self._not_supported(request)
         if refused is not None:
             return refused
-        strict = request.ext_fields is not None
-        header = decode_header(request, QuerySubscriptionByConsumerRequestHeader, strict=strict)
+        header = decode_header(request, QuerySubscriptionByConsumerRequestHeader, strict=False)
         group = require_key(header.group, "group")  # the consumer table lookup
         found = self.broker.consumers.find_subscription(group, header.topic) if header.topic else None
         body = QuerySubscriptionResponseBody(
@@ -111,10 +122,16 @@ class GroupAdminProcessor:
         refused = self._not_supported(request)
         if refused is not None:
             return refused
-        strict = request.ext_fields is not None
-        header = decode_header(request, UpdateGroupForbiddenRequestHeader, strict=strict)
-        group, topic = require_key(header.group, "group"), require_key(header.topic, "topic")
+        header = decode_header(request, UpdateGroupForbiddenRequestHeader, strict=False)
+        group, topic = require_key(header.group, "group"), header.topic
         groups = self.broker.groups
+        if topic is None:
+            # The group's topic map is looked up with the null key only when the group has one; a
+            # group without one reads as readable (real 5.5.0 answers so), and the twin writes nothing.
+            if group in groups.forbidden_table:
+                require_key(topic, "topic")
+            body = GroupForbidden(group=group, readable=True)
+            return response(remark="", body=body.encode())
         if header.readable is not None:
             groups.update_forbidden(group, topic, INDEX_PERM_READ, not header.readable)
             groups.on_change()

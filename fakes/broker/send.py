@@ -63,7 +63,11 @@ if TYPE_CHECKING:
 V3_4_9 = 121
 DLQ_NUMS_PER_GROUP = 1
 
-_SEND_V2_CODES = (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
+_SEND_V2_CODES = (
+    RequestCode.SEND_MESSAGE_V2,
+    RequestCode.SEND_BATCH_MESSAGE,
+    RequestCode.SEND_REPLY_MESSAGE_V2,
+)
 
 
 def send_header(request: RemotingCommand) -> SendMessageRequestHeader:

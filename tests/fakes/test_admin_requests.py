@@ -18,6 +18,7 @@ from rmqtwin.codec.bodies import TopicRouteData
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.command import create_response
 from rmqtwin.codec.message import decode_message_record
+from rmqtwin.fakes.dispatch import NULL_KEY_NPE
 from rmqtwin.fakes.namesrv.controller import NamesrvController
 from tests.fakes.helpers import Peer, make_broker, send_v2
 from tests.fakes.test_broker import heartbeat, peer, pull_header
@@ -77,9 +78,11 @@ def test_a_forbidden_group_cannot_pull_until_allowed_again(env: Any) -> None:
     assert orjson.loads(allow.body or b"")["readable"] is True
     pulled = consumer.call(RequestCode.PULL_MESSAGE, pull_header("gf", "TF", 0, suspend=0, sys_flag=0))
     assert pulled.code == ResponseCode.SUCCESS
-    missing = admin.call(RequestCode.UPDATE_AND_GET_GROUP_FORBIDDEN, {"group": "gf"})
-    assert missing.code == ResponseCode.SYSTEM_ERROR
-    assert (missing.remark or "").endswith("the custom field <topic> is null")
+    # Real 5.5.0 does not check the header's fields: a group without forbidden topics reads as readable.
+    no_topic = admin.call(RequestCode.UPDATE_AND_GET_GROUP_FORBIDDEN, {"group": "gf"})
+    assert (no_topic.code, no_topic.remark) == (ResponseCode.SUCCESS, "")
+    no_group = admin.call(RequestCode.UPDATE_AND_GET_GROUP_FORBIDDEN, {"topic": "TF"})
+    assert (no_group.code, no_group.remark) == (ResponseCode.SYSTEM_ERROR, NULL_KEY_NPE)
 
 
 def test_topics_and_subscription_of_a_group(env: Any) -> None:
@@ -98,6 +101,8 @@ def test_topics_and_subscription_of_a_group(env: Any) -> None:
     assert (sub["group"], sub["topic"]) == ("gq", "TQ")
     assert sub["subscriptionData"]["subString"] == "TagA || TagB"
     assert sorted(sub["subscriptionData"]["tagsSet"]) == ["TagA", "TagB"]
+    no_group = admin.call(RequestCode.QUERY_TOPICS_BY_CONSUMER)
+    assert no_group.code == ResponseCode.SYSTEM_ERROR and "whichTopicByConsumer" in (no_group.remark or "")
     offline = admin.call(RequestCode.QUERY_SUBSCRIPTION_BY_CONSUMER, {"group": "nobody", "topic": "TQ"})
     assert orjson.loads(offline.body or b"") == {"group": "nobody", "topic": "TQ"}
 
@@ -223,6 +228,13 @@ def test_a_reply_nobody_takes(env: Any) -> None:
         opaque = _reply(replier, to)
         (answer,) = [r for r in replier.responses() if r.opaque == opaque]
         assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_ERROR, remark)
+    v2 = {"a": "rep", "b": "DefaultCluster_REPLY_TOPIC", "c": "TBW102", "d": 4, "e": 0, "f": 0}
+    v2 |= {"g": 1, "h": 0, "i": "", "j": 0, "k": False, "m": False}
+    unaddressed = replier.call(RequestCode.SEND_REPLY_MESSAGE_V2, v2, b"v2 reply")
+    assert (unaddressed.code, unaddressed.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        "reply message properties[REPLY_TO_CLIENT] is null",
+    )
     opaque = _reply(replier, "127.0.0.1@silent")
     clock.advance(10)
     (late,) = [r for r in replier.responses() if r.opaque == opaque]
@@ -231,7 +243,7 @@ def test_a_reply_nobody_takes(env: Any) -> None:
         "push reply message to 127.0.0.1@silentfail.",
     )
     # stored all the same (storeReplyMessageEnable)
-    assert broker.store.get_max_offset_in_queue("DefaultCluster_REPLY_TOPIC", 0) == 3
+    assert broker.store.get_max_offset_in_queue("DefaultCluster_REPLY_TOPIC", 0) == 4
 
 
 @pytest.mark.parametrize("five", [True, False])
