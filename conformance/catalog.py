@@ -61,9 +61,18 @@ __all__ = [
 ]
 
 CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
-ACTIONS = ("create_topic", "producer", "push_consumer", "lite_pull", "mqadmin", "request", "sleep")
-DRIVER_ACTIONS = ("producer", "push_consumer", "lite_pull")
-EVENT_KINDS = ("sent", "received", "error", "fatal", "check", "local_transaction")
+ACTIONS = (
+    "create_topic",
+    "producer",
+    "push_consumer",
+    "lite_pull",
+    "request_reply",
+    "mqadmin",
+    "request",
+    "sleep",
+)
+DRIVER_ACTIONS = ("producer", "push_consumer", "lite_pull", "request_reply")
+EVENT_KINDS = ("sent", "received", "error", "fatal", "check", "local_transaction", "replied", "reply")
 SUMMARY_FIELDS = ("sent", "errors", "consumed", "received", "timedOut", "checks", "reconsumeLater")
 # Event fields that say how the driver ran, not what the broker did.
 DRIVER_FIELDS = frozenset({"event", "elapsedMs", "attempt", "thread", "t", "ts", "latencyMs"})
@@ -384,6 +393,7 @@ _ACTIONS: dict[str, Action] = {
     "producer": _driver("producer"),
     "push_consumer": _driver("push_consumer"),
     "lite_pull": _driver("lite_pull"),
+    "request_reply": _driver("request_reply"),
     "mqadmin": _mqadmin,
     "request": _request,
     "sleep": _sleep,

@@ -55,6 +55,7 @@ DRIVER_CLASSES = {
     "producer": "rmqtwin.conformance.Producer",
     "push_consumer": "rmqtwin.conformance.PushConsumer",
     "lite_pull": "rmqtwin.conformance.LitePullConsumer",
+    "request_reply": "rmqtwin.conformance.RequestReply",
     "benchmark_producer": "rmqtwin.conformance.BenchmarkProducer",
     "acl_probe": "rmqtwin.conformance.AclProbe",
 }

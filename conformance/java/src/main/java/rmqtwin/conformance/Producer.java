@@ -30,7 +30,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * (list of {body|bodyBase64|bodySize, tags, keys, properties, delayLevel, topic, mode, queueId,
  * shardingKey, transaction, check}) or count (+ bodyPrefix), tags/keys/properties defaults,
  * batchSize, sendTimeoutMs, retryTimes, compressOver, maxMessageSize, expectChecks, timeoutMs,
- * acl {accessKey, secretKey} (sign with AclClientRPCHook).
+ * trace (enableMsgTrace: trace records to RMQ_SYS_TRACE_TOPIC), acl {accessKey, secretKey} (sign with
+ * AclClientRPCHook).
  */
 public final class Producer {
     private static final AtomicInteger OK = new AtomicInteger();
@@ -62,7 +63,8 @@ public final class Producer {
             tx.setTransactionListener(new Listener(specs, txIndex));
             producer = tx;
         } else {
-            producer = new DefaultMQProducer(Events.str(spec, "group", "rmqtwin_producer"), Events.rpcHook(spec));
+            producer = new DefaultMQProducer(Events.str(spec, "group", "rmqtwin_producer"), Events.rpcHook(spec),
+                Events.bool(spec, "trace", false), null);
         }
         producer.setNamesrvAddr(Events.required(spec, "namesrv"));
         producer.setInstanceName(Events.instanceName("producer"));

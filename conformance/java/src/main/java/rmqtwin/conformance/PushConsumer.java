@@ -26,13 +26,15 @@ import org.apache.rocketmq.common.message.MessageExt;
  * settleMs (keep listening after the target for redeliveries), reconsumeLater {keys, tags, bodies,
  * times}: answer RECONSUME_LATER (SUSPEND_CURRENT_QUEUE_A_MOMENT when orderly) for matching
  * messages until they come back with reconsumeTimes &gt;= times; consumeThreads, pullBatchSize,
- * consumeBatchMaxSize, maxReconsumeTimes, suspendMillis, delayLevelWhenNextConsume, acl {accessKey,
+ * consumeBatchMaxSize (above 1, each "received" event has the size of the listener call's "batch"),
+ * maxReconsumeTimes, suspendMillis, delayLevelWhenNextConsume, trace (enableMsgTrace), acl {accessKey,
  * secretKey} (sign with AclClientRPCHook).
  */
 public final class PushConsumer {
     private static final AtomicInteger DELIVERIES = new AtomicInteger();
     private static final AtomicInteger LATER = new AtomicInteger();
     private static final Set<String> CONSUMED = ConcurrentHashMap.newKeySet();
+    private static volatile int BATCH_MAX = 1;
 
     private PushConsumer() {
     }
@@ -101,7 +103,8 @@ public final class PushConsumer {
 
     static DefaultMQPushConsumer build(JsonObject spec) throws Exception {
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(
-            Events.required(spec, "group"), Events.rpcHook(spec), new AllocateMessageQueueAveragely());
+            Events.required(spec, "group"), Events.rpcHook(spec), new AllocateMessageQueueAveragely(),
+            Events.bool(spec, "trace", false), null);
         consumer.setNamesrvAddr(Events.required(spec, "namesrv"));
         consumer.setInstanceName(Events.instanceName("push"));
         consumer.setConsumeFromWhere(
@@ -112,7 +115,8 @@ public final class PushConsumer {
         consumer.setConsumeThreadMin(threads);
         consumer.setConsumeThreadMax(threads);
         consumer.setPullBatchSize((int) Events.num(spec, "pullBatchSize", 32));
-        consumer.setConsumeMessageBatchMaxSize((int) Events.num(spec, "consumeBatchMaxSize", 1));
+        BATCH_MAX = (int) Events.num(spec, "consumeBatchMaxSize", 1);
+        consumer.setConsumeMessageBatchMaxSize(BATCH_MAX);
         consumer.setMaxReconsumeTimes((int) Events.num(spec, "maxReconsumeTimes", 16));
         consumer.setSuspendCurrentQueueTimeMillis(Events.num(spec, "suspendMillis", 1000));
         if (spec.has("subscriptions")) {
@@ -164,6 +168,9 @@ public final class PushConsumer {
             e.putAll(Events.message(m));
             e.put("answer", ok ? okName : laterName);
             e.put("thread", Thread.currentThread().getName());
+            if (BATCH_MAX > 1) {
+                e.put("batch", msgs.size());
+            }
             Events.emit(e);
             if (ok) {
                 CONSUMED.add(m.getMsgId());
