@@ -15,11 +15,16 @@ Careless and hostile clients are bounded per connection, as Netty's pipeline bou
   requests until the buffer has drained (Netty's ``writeBufferHighWaterMark``, 64 KiB). What one
   connection holds is then at most that mark plus the answers to one read's requests;
 - a frame whose header is large (over ``STEPPED_HEADER_BYTES``) is decoded in slices on later reactor
-  turns while its connection stops reading, so one 15 MiB header does not hold up other clients.
+  turns while its connection stops reading; the slices of all connections share one budget per turn
+  (:class:`SteppedDecoding`), so however many clients send 15 MiB headers, the others wait for the
+  reactor about that budget at most.
 """
 
 from __future__ import annotations
 
+import time
+import weakref
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +59,9 @@ WRITE_BUFFER_HIGH_WATER_MARK = 64 * 1024
 """Netty's default ``writeBufferHighWaterMark`` (RocketMQ leaves it unset)."""
 STEPPED_HEADER_BYTES = 256 * 1024
 """Headers larger than this are decoded in slices (``decode_command_steps``) between other work."""
+DECODE_SECONDS_PER_TURN = 0.002
+"""How long the slices of large headers may run, all connections together, before the reactor serves
+others again."""
 
 log = Logger()
 
@@ -236,30 +244,27 @@ class RemotingProtocol(Protocol):
         self._closing = True
         self.close()
 
-    def _decode_step(self, pending: DecodeInSteps) -> None:
-        """One slice of a large frame's decoding; the next slice runs on a later reactor turn."""
-        if not self.connected_flag:
-            return
+    def decoded_in_steps(self, command: RemotingCommand) -> None:
+        """The large frame :class:`SteppedDecoding` finished: serve it and the frames behind it."""
         try:
-            command = pending.step()
-            if command is None:
-                self.clock.callLater(0, self._decode_step, pending)
-                return
             events = self.conn.frame_decoded(command)
         except CodecError as exc:
-            self.conn.frame_failed(exc)
             self._undecodable(exc)
             return
         self._resume("decoding")
         self._dispatch(events)
         self._flush()
 
+    def failed_in_steps(self, error: CodecError) -> None:
+        self.conn.frame_failed(error)
+        self._undecodable(error)
+
     def _dispatch(self, events: Sequence[object]) -> None:
         for event in events:
             if isinstance(event, DecodeInSteps):
                 # Always the last event: the frames behind it wait in the connection, in order.
                 self._pause("decoding")
-                self.clock.callLater(0, self._decode_step, event)
+                stepped_decoding(self.clock).add(self, event)
             elif isinstance(event, RequestReceived):
                 self._handle_request(event.command)
             elif isinstance(event, ResponseReceived):
@@ -330,6 +335,77 @@ class RemotingProtocol(Protocol):
         self._closing = True
         self.close()
         self._idle_timer = self.clock.callLater(self.max_idle_seconds, self._idle_check)
+
+
+class SteppedDecoding:
+    """The large frames being decoded on one reactor, every connection's together.
+
+    Each reactor turn runs slices round robin, one connection's after another's, until
+    ``seconds_per_turn`` is spent, then gives the reactor back (a delayed call of 0 s: sockets are
+    polled before it runs). The stall a turn causes is then bounded whatever the number of hostile
+    connections; a per-connection turn would grow with them (four 15 MiB headers in 32 KiB slices
+    held everyone else 25 ms a turn). A connection has at most one frame here and reads nothing
+    meanwhile, so its order is kept. ``timer`` measures the budget (a fake one in tests).
+    """
+
+    def __init__(
+        self,
+        clock: IReactorTime,
+        *,
+        seconds_per_turn: float = DECODE_SECONDS_PER_TURN,
+        timer: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.clock = clock
+        self.seconds_per_turn = seconds_per_turn
+        self.timer = timer
+        self._queue: deque[tuple[RemotingProtocol, DecodeInSteps]] = deque()
+        self._turn: IDelayedCall | None = None
+        self.turns = 0
+        """Reactor turns that ran slices (for tests and figures)."""
+
+    def add(self, proto: RemotingProtocol, pending: DecodeInSteps) -> None:
+        """Decode ``pending`` for ``proto`` on later turns (never on this one: its bytes just came in)."""
+        self._queue.append((proto, pending))
+        if self._turn is None:
+            self._turn = self.clock.callLater(0, self._run)
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+    def _run(self) -> None:
+        self._turn = None
+        self.turns += 1
+        queue = self._queue
+        deadline = self.timer() + self.seconds_per_turn
+        while queue:
+            proto, pending = queue.popleft()
+            if not proto.connected_flag:
+                continue
+            try:
+                command = pending.step()
+            except CodecError as exc:
+                proto.failed_in_steps(exc)
+            else:
+                if command is None:
+                    queue.append((proto, pending))
+                else:
+                    proto.decoded_in_steps(command)
+            if self.timer() >= deadline:
+                break
+        if queue:
+            self._turn = self.clock.callLater(0, self._run)
+
+
+_stepped: weakref.WeakKeyDictionary[IReactorTime, SteppedDecoding] = weakref.WeakKeyDictionary()
+
+
+def stepped_decoding(clock: IReactorTime) -> SteppedDecoding:
+    """The one :class:`SteppedDecoding` of ``clock`` (the reactor, or a test's Clock)."""
+    decoding = _stepped.get(clock)
+    if decoding is None:
+        decoding = _stepped[clock] = SteppedDecoding(clock)
+    return decoding
 
 
 def _addr(address: Any) -> str:

@@ -9,7 +9,14 @@ from twisted.internet.address import IPv4Address
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 
-from rmqtwin.codec.command import RemotingCommand, create_request, decode_command, encode_command
+from rmqtwin.codec.command import (
+    STEP_BYTES,
+    RemotingCommand,
+    create_request,
+    decode_command,
+    decode_command_steps,
+    encode_command,
+)
 from rmqtwin.codec.connection import DecodeInSteps, RemotingConnection, RequestReceived
 from rmqtwin.fakes.dispatch import Dispatcher, response
 from rmqtwin.fakes.server import (
@@ -18,6 +25,7 @@ from rmqtwin.fakes.server import (
     WRITE_BUFFER_HIGH_WATER_MARK,
     RemotingProtocol,
     RemotingServerFactory,
+    stepped_decoding,
 )
 
 ECHO = 1234
@@ -112,21 +120,44 @@ def test_a_large_header_is_decoded_in_slices_and_keeps_request_order() -> None:
     clock = Clock()
     proto, transport = _connect(RemotingServerFactory(_dispatcher(), clock))
     big = _binary_request(STEPPED_HEADER_BYTES // 10, opaque=1)
-    slices: list[float] = []
-    step = proto._decode_step
-
-    def counted(pending: DecodeInSteps) -> None:
-        slices.append(clock.seconds())
-        step(pending)
-
-    proto._decode_step = counted  # type: ignore[method-assign]
+    decoding = stepped_decoding(clock)
     proto.dataReceived(big + _json_request(2) + _json_request(3))
     assert transport.producerState == "paused"  # the connection stops reading meanwhile
-    assert _answers(transport) == [] and slices == []  # nothing decoded on the turn the bytes came in
-    clock.advance(0)  # each slice is its own delayed call: the reactor serves others in between
-    assert len(slices) > 1
+    assert _answers(transport) == [] and decoding.pending == 1  # nothing decoded on this turn
+    clock.advance(0)  # each turn is its own delayed call: the reactor serves others in between
+    assert decoding.turns > 1
     assert [a.opaque for a in _answers(transport)] == [1, 2, 3]
     assert transport.producerState == "producing"
+
+
+def _one_turn(clock: Clock) -> None:
+    """Run the next delayed call only (``Clock.advance(0)`` would also run the ones it schedules)."""
+    call = clock.calls[0]
+    clock.calls.remove(call)
+    call.func(*call.args, **call.kw)
+
+
+def test_large_headers_of_all_connections_share_one_budget_per_turn_round_robin() -> None:
+    clock = Clock()
+    factory = RemotingServerFactory(_dispatcher(), clock)
+    decoding = stepped_decoding(clock)
+    ticks = iter(range(1_000_000))
+    decoding.timer = lambda: next(ticks) / 1000  # every slice "takes" 1 ms
+    decoding.seconds_per_turn = 0.0015  # two slices a turn, whatever the number of connections
+    frame = _binary_request(STEPPED_HEADER_BYTES // 10, opaque=7)
+    slices = sum(1 for _ in decode_command_steps(frame[4:], STEP_BYTES)) + 1
+    hostile = [_connect(factory) for _ in range(2)]
+    for proto, _transport in hostile:
+        proto.dataReceived(frame)
+    other, other_transport = _connect(factory)
+    for turn in range(1, slices):
+        _one_turn(clock)
+        other.dataReceived(_json_request(turn))  # served on its own read, between the turns
+        assert [a.opaque for a in _answers(other_transport)] == [turn]
+        assert all(_answers(t) == [] for _p, t in hostile)
+    _one_turn(clock)  # one slice each per turn: both finish on the same turn
+    assert all([a.opaque for a in _answers(t)] == [7] for _p, t in hostile)
+    assert decoding.pending == 0
 
 
 def test_stepped_decoding_gives_what_decoding_at_once_gives() -> None:
