@@ -349,7 +349,12 @@ class AdminProcessor:
         body = request.body
         if not body:
             return response()
-        props = javaproperties.load(io.StringIO(body.decode("utf-8")))
+        # new String(body, UTF-8) reads malformed bytes as U+FFFD; MixAll.string2Properties gives null
+        # for what Properties.load refuses (a malformed \uXXXX), answered as below.
+        try:
+            props = javaproperties.load(io.StringIO(body.decode("utf-8", "replace")))
+        except ValueError:
+            return response(ResponseCode.SYSTEM_ERROR, "string2Properties error")
         if any(key in CONFIG_BLACK_LIST for key in props):
             return response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
         self.broker.config.update(props)
