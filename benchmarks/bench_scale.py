@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -350,6 +351,10 @@ def curve_connections(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
     compares with Netty's channel and the PullRequest Java keeps."""
     sizes = [100, 500] if args.quick else [100, 1000, 5000]
     parked = 1000 if args.quick else 10_000
+    fits = raise_open_files(sizes[-1] * 2 + 512)  # this side's sockets, and the twin's (it inherits)
+    if fits < sizes[-1] * 2 + 512:
+        sizes = [n for n in sizes if n * 2 + 512 <= fits] or [100]
+        print(f"open-files hard limit {fits}: connection sizes cut to {sizes}")
     result: dict[str, dict[int, Point]] = {"twin": {}, "real": {}}
     for kind in ("twin", "real"):
         with scratch("connections", args) as base:
@@ -382,7 +387,24 @@ def curve_connections(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
                 for c in clients:
                     c.close()
                 probe.close()
+        points = result[kind]
+        per_conn = (
+            (points[sizes[-1]]["RSS MiB"] - points[sizes[0]]["RSS MiB"]) * 1024 / (sizes[-1] - sizes[0])
+        )
+        print(
+            f"{kind}: {per_conn:.1f} KiB of RSS per client connection ({sizes[0]} -> {sizes[-1]})", flush=True
+        )
     return result
+
+
+def raise_open_files(wanted: int) -> int:
+    """Raise this process's soft RLIMIT_NOFILE to ``wanted`` (the hard limit at most); what it now is."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    return soft
 
 
 # --- output -----------------------------------------------------------------------------------------
