@@ -194,6 +194,14 @@ class FrameSplitter(FrameDecoder):
         return self._error is not None
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+        if not self._buf and self._error is None and type(data) is bytes and len(data) >= LENGTH_WORD_SIZE:
+            # A chunk that is exactly one whole frame (a proxy's usual read) is handed on as it is.
+            length = _INT.unpack_from(data, 0)[0]
+            if (
+                length + LENGTH_WORD_SIZE == len(data)
+                and _MIN_LENGTH <= length <= self._max - LENGTH_WORD_SIZE
+            ):
+                return [data]
         if self._error is not None:
             if data:
                 self._raw_out.append(bytes(data))

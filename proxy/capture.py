@@ -19,7 +19,8 @@ from typing import BinaryIO
 
 import orjson
 
-from rmqtwin.proxy.wire import mask_credentials, peek_summary
+from rmqtwin.codec.frame import whole_frame_prefix
+from rmqtwin.proxy.wire import masked_at, summary_at
 
 __all__ = [
     "DIR_TO_CLIENT",
@@ -41,6 +42,7 @@ __all__ = [
     "event_record",
     "frame_record",
     "pack_frame_record",
+    "pack_frame_records",
     "pack_record",
     "read_records",
     "segment_paths",
@@ -386,11 +388,13 @@ def read_records(path: str | os.PathLike[str]) -> Iterator[Record]:
 
 def _frame_fields(frame: bytes, flags: int, redact: bool) -> tuple[bytes, int, int, int, int, int]:
     """(frame as recorded, flags, serialize type, code, opaque, rpc flag) for a FRAME record."""
-    peek = None if flags & FLAG_RAW else peek_summary(frame)
+    prefix = None if flags & FLAG_RAW else whole_frame_prefix(frame)
+    peek = None if prefix is None else summary_at(frame, *prefix)
     if peek is None:
         return frame, flags, 255, -1, -1, -1
     if redact:
-        masked = mask_credentials(frame)
+        assert prefix is not None
+        masked = masked_at(frame, *prefix)
         if masked is not None:
             frame = masked
             flags |= FLAG_REDACTED
@@ -440,26 +444,54 @@ def pack_frame_record(  # noqa: PLR0917 - the recorder's hot path, positional on
     redact: bool = True,
 ) -> tuple[bytes, bytes]:
     """What ``pack_record(frame_record(...))`` gives, as (record head, data), without the Record."""
-    data, flags, ser, code, opaque, rpc_flag = _frame_fields(frame, flags, redact)
-    head = _LEN_RECORD.pack(
-        _RECORD.size + len(data),
-        REC_FRAME,
-        direction,
-        flags,
-        ser,
-        mono_ns,
-        wall_ns,
-        conn_id,
-        client.packed(),
-        client.port,
-        server.packed(),
-        server.port,
-        code,
-        opaque,
-        rpc_flag,
-        len(data),
+    head, data = pack_frame_records(
+        direction, mono_ns, wall_ns, conn_id, client, server, [frame], flags, redact
     )
     return head, data
+
+
+def pack_frame_records(  # noqa: PLR0917 - the recorder's hot path, positional on purpose
+    direction: int,
+    mono_ns: int,
+    wall_ns: int,
+    conn_id: int,
+    client: Endpoint,
+    server: Endpoint,
+    frames: list[bytes],
+    flags: int = 0,
+    redact: bool = True,
+) -> list[bytes]:
+    """:func:`pack_frame_record` of frames that arrived together (they share all but the frame), as
+    head, data, head, data, ..."""
+    client_raw, client_port = client.packed(), client.port
+    server_raw, server_port = server.packed(), server.port
+    pack = _LEN_RECORD.pack
+    size = _RECORD.size
+    out: list[bytes] = []
+    for frame in frames:
+        data, frame_flags, ser, code, opaque, rpc_flag = _frame_fields(frame, flags, redact)
+        out.append(
+            pack(
+                size + len(data),
+                REC_FRAME,
+                direction,
+                frame_flags,
+                ser,
+                mono_ns,
+                wall_ns,
+                conn_id,
+                client_raw,
+                client_port,
+                server_raw,
+                server_port,
+                code,
+                opaque,
+                rpc_flag,
+                len(data),
+            )
+        )
+        out.append(data)
+    return out
 
 
 def event_record(

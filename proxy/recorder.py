@@ -28,7 +28,7 @@ from rmqtwin.proxy.capture import (
     CaptureWriter,
     Endpoint,
     event_record,
-    pack_frame_record,
+    pack_frame_records,
 )
 
 __all__ = ["Recorder", "RecorderStats"]
@@ -155,17 +155,16 @@ class Recorder:
         kind, mono, wall, conn_id, client, server, payload, extra = item
         writer = self.writer
         if kind == _KIND_FRAMES:
-            direction = extra & 0xFF
-            flags = extra >> 8
-            redact = self.redact
             assert isinstance(payload, list)
-            for frame in payload:
-                head, data = pack_frame_record(
-                    direction, mono, wall, conn_id, client, server, frame, flags, redact
-                )
-                writer.write_packed(head, data)
-                self.stats.frames += 1
-                self.stats.bytes += len(frame)
+            parts = pack_frame_records(
+                extra & 0xFF, mono, wall, conn_id, client, server, payload, extra >> 8, self.redact
+            )
+            write = writer.write_packed
+            for i in range(0, len(parts), 2):
+                write(parts[i], parts[i + 1])
+            stats = self.stats
+            stats.frames += len(payload)
+            stats.bytes += sum(map(len, payload))
         else:
             if kind == _KIND_OPEN:
                 rtype, data = REC_OPEN, orjson.dumps(payload)

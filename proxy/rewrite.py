@@ -33,8 +33,9 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from rmqtwin.codec.errors import CodecError
-from rmqtwin.codec.frame import encode_frame, split_whole_frame
+from rmqtwin.codec.frame import PREFIX_SIZE, encode_frame, split_whole_frame, whole_frame_prefix
 from rmqtwin.codec.message import MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, store_host_spans
+from rmqtwin.proxy.wire import binary_entries
 
 __all__ = ["ADDRESS_HEADER_FIELDS", "MSG_ID_HEADER_FIELDS", "AddressRewriter"]
 
@@ -88,6 +89,8 @@ class AddressRewriter:
         self._lookup: Lookup = lookup if lookup is not None else (lambda addr: None)
         self.rewritten_frames = 0
         self._host_cache: dict[bytes, bytes] = {}
+        self._hex_cache: dict[bytes, bytes] = {}
+        """Hex IP + port of a broker in offset msgIds -> its listener's, as in ``_host_cache``."""
 
     def _swap(self, addr: bytes, kind: str) -> bytes:
         text = addr.decode("utf-8", "replace")
@@ -143,18 +146,32 @@ class AddressRewriter:
 
     def rewrite_broker_frame(self, frame: bytes) -> bytes | None:
         """A rewritten copy of a whole broker-to-client frame, or ``None`` if unchanged: offset msgIds
-        in its header and the store hosts of the records in its body name the proxy's listeners."""
-        parts = split_whole_frame(frame)
-        if parts is None:
+        in its header and the store hosts of the records in its body name the proxy's listeners.
+
+        Both keep their length (an address is replaced by one of the same family), so the copy is
+        patched in place: no length word changes, nothing is re-encoded, and a frame naming no known
+        broker costs a prefix read and two searches.
+        """
+        prefix = whole_frame_prefix(frame)
+        if prefix is None:
             return None
-        serialize_type, header, body = parts
-        new_header = header
-        if b"sgId" in header:
-            new_header = _rewrite_header(header, serialize_type, _MSG_ID_FIELDS, self._swap_msg_ids)
-        new_body = body
-        if body[4:8] in _RECORD_MAGICS:
-            new_body = self._rewrite_store_hosts(body)
-        return self._joined(serialize_type, header, new_header, body, new_body)
+        serialize_type, header_length = prefix
+        header_end = PREFIX_SIZE + header_length
+        patches: list[tuple[int, bytes]] = []
+        if frame.find(b"sgId", PREFIX_SIZE, header_end) >= 0:
+            for start, value in _field_values(frame, serialize_type, header_end, _MSG_ID_FIELDS):
+                new = self._swap_msg_ids("", value)
+                if new is not value:
+                    patches.append((start, new))
+        if frame[header_end + 4 : header_end + 8] in _RECORD_MAGICS:
+            self._store_host_patches(frame, header_end, patches)
+        if not patches:
+            return None
+        out = bytearray(frame)
+        for start, new in patches:
+            out[start : start + len(new)] = new
+        self.rewritten_frames += 1
+        return bytes(out)
 
     def _joined(
         self, serialize_type: int, header: bytes, new_header: bytes, body: bytes, new_body: bytes
@@ -196,37 +213,47 @@ class AddressRewriter:
 
     def _swap_msg_ids(self, name: str, value: bytes) -> bytes:
         """Offset msgIds (``MessageDecoder.createMessageId``: hex of IP, port, commitlog offset) whose
-        IP and port are a broker's; anything else in the field (a UNIQ_KEY) stays."""
+        IP and port are a broker's; anything else in the field (a UNIQ_KEY) stays. The result has the
+        length of ``value``; it is ``value`` itself when nothing changed."""
         ids = value.split(b",")
         changed = False
+        known = self._hex_cache
         for i, msg_id in enumerate(ids):
             host_hex = _MSG_ID_HOST_HEX.get(len(msg_id))
             if host_hex is None:
                 continue
-            try:
-                raw = bytes.fromhex(msg_id[:host_hex].decode("ascii"))
-            except (ValueError, UnicodeDecodeError):
-                continue
-            new = self._host_replacement(raw)
-            if new is not None:
-                ids[i] = new.hex().upper().encode() + msg_id[host_hex:]
-                changed = True
+            new_hex = known.get(msg_id[:host_hex])
+            if new_hex is None:
+                new_hex = self._hex_replacement(msg_id[:host_hex])
+                if new_hex is None:
+                    continue
+            ids[i] = new_hex + msg_id[host_hex:]
+            changed = True
         return b",".join(ids) if changed else value
 
-    def _rewrite_store_hosts(self, body: bytes) -> bytes:
+    def _hex_replacement(self, host_hex: bytes) -> bytes | None:
+        """The hex IP + port of the listener standing in for the broker ``host_hex`` names (cached)."""
         try:
-            spans = store_host_spans(body)
+            raw = bytes.fromhex(host_hex.decode("ascii"))
+        except (ValueError, UnicodeDecodeError):
+            return None
+        new = self._host_replacement(raw)
+        if new is None:
+            return None
+        new_hex = self._hex_cache[host_hex] = new.hex().upper().encode()
+        return new_hex
+
+    def _store_host_patches(self, frame: bytes, body_start: int, patches: list[tuple[int, bytes]]) -> None:
+        """(frame offset, new bytes) for each record of the body whose store host is a known broker."""
+        try:
+            spans = store_host_spans(memoryview(frame)[body_start:])
         except CodecError:
-            return body
-        out: bytearray | None = None
+            return
         for start, length in spans:
-            new = self._host_replacement(body[start : start + length])
-            if new is None:
-                continue
-            if out is None:
-                out = bytearray(body)
-            out[start : start + length] = new
-        return body if out is None else bytes(out)
+            at = body_start + start
+            new = self._host_replacement(frame[at : at + length])
+            if new is not None:
+                patches.append((at, new))
 
 
 FieldRewrite = Callable[[str, bytes], bytes]
@@ -273,3 +300,25 @@ def _rewrite_binary_header(header: bytes, fields: _Fields, swap: FieldRewrite) -
         return header
     section = b"".join(_I16.pack(len(k)) + k + _I32.pack(len(v)) + v for k, v in entries)
     return header[:pos] + _I32.pack(len(section)) + section + header[end:]
+
+
+def _field_values(
+    frame: bytes, serialize_type: int, header_end: int, fields: _Fields
+) -> list[tuple[int, bytes]]:
+    """(offset in ``frame``, value) of each ext field of ``fields`` in a whole frame's header."""
+    if serialize_type == 0:
+        return [(m.start(3), m.group(3)) for m in fields.json.finditer(frame, PREFIX_SIZE, header_end)]
+    if serialize_type != 1:
+        return []
+    found = []
+    try:
+        pos = PREFIX_SIZE + 17 + max(_I32.unpack_from(frame, PREFIX_SIZE + 13)[0], 0)
+        ext_len = _I32.unpack_from(frame, pos)[0]
+        if pos + 4 + ext_len > header_end:
+            return []
+        for key_start, key_end, value_start, value_end in binary_entries(frame, pos + 4, pos + 4 + ext_len):
+            if frame[key_start:key_end] in fields.names:
+                found.append((value_start, frame[value_start:value_end]))
+    except (struct.error, ValueError):
+        return []
+    return found

@@ -38,7 +38,7 @@ __all__ = [
 BOTH = frozenset((DIR_TO_SERVER, DIR_TO_CLIENT))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Send:
     """Write ``data`` to one side: ``DIR_TO_SERVER`` is the upstream, ``DIR_TO_CLIENT`` the client."""
 
@@ -46,7 +46,7 @@ class Send:
     data: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Record:
     """Record ``frames`` that arrived together in ``direction`` (``flags``: FLAG_RAW, FLAG_REWRITTEN)."""
 
@@ -55,7 +55,7 @@ class Record:
     flags: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Delay:
     """What is sent to side ``to`` after this command leaves no earlier than ``seconds`` from now.
 
@@ -66,7 +66,7 @@ class Delay:
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Close:
     """Close both legs; ``abort`` resets the client's connection (RST) instead of a FIN."""
 
@@ -75,6 +75,8 @@ class Close:
 
 
 Command = Send | Record | Delay | Close
+"""Commands are plain (not frozen) dataclasses: a frozen one's ``__init__`` costs several times more,
+and the proxy makes two or three per frame."""
 
 
 class Hook:
@@ -131,7 +133,7 @@ class ProxySession:
     (TLS, garbage) goes raw for good, as :class:`FrameSplitter` does.
     """
 
-    __slots__ = ("_holding", "_splitters", "hooks")
+    __slots__ = ("_holding", "_may_hold", "_observers", "_splitters", "hooks")
 
     def __init__(
         self, hooks: Sequence[Hook], *, framed: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
@@ -142,6 +144,12 @@ class ProxySession:
             for d in (DIR_TO_SERVER, DIR_TO_CLIENT)
         }
         self._holding: dict[int, list[Hook]] = {DIR_TO_SERVER: [], DIR_TO_CLIENT: []}
+        # Only hooks that override a method are asked: the default ones do nothing, per frame.
+        self._may_hold: dict[int, list[Hook]] = {
+            d: [h for h in self.hooks if d in h.directions and type(h).holds is not Hook.holds]
+            for d in (DIR_TO_SERVER, DIR_TO_CLIENT)
+        }
+        self._observers = [h for h in self.hooks if type(h).observe is not Hook.observe]
 
     def from_client(self, data: bytes) -> list[Command]:
         return self.receive(DIR_TO_SERVER, data)
@@ -157,22 +165,25 @@ class ProxySession:
         """Bytes that arrived for ``direction`` (DIR_TO_SERVER: from the client); the commands they give."""
         out: list[Command] = []
         splitter = self._splitters[direction]
-        hooks = self.hooks
+        observers = self._observers
         if splitter is None:
             out.append(Send(direction, data))
-            for hook in hooks:
-                hook.observe(direction, [bytes(data)], FLAG_RAW, out)
+            if observers:
+                raw = [bytes(data)]
+                for hook in observers:
+                    hook.observe(direction, raw, FLAG_RAW, out)
             return out
         holders = self._holding[direction]
         if not splitter.buffered and not splitter.raw:
             # on a frame boundary: the set of holding hooks may change here
-            holders = [h for h in hooks if direction in h.directions and h.holds(direction)]
+            may_hold = self._may_hold[direction]
+            holders = [h for h in may_hold if h.holds(direction)] if may_hold else may_hold
             self._holding[direction] = holders
         if not holders:
             out.append(Send(direction, data))
             frames = splitter.feed(data)
             if frames:
-                for hook in hooks:
+                for hook in observers:
                     hook.observe(direction, frames, 0, out)
         else:
             frames = splitter.feed(data)
@@ -183,13 +194,13 @@ class ProxySession:
                 for chunk in chunks:
                     out.append(Send(direction, chunk))
                 if chunks:
-                    for hook in hooks:
+                    for hook in observers:
                         hook.observe(direction, chunks, FLAG_RAW, out)
                 return out
         if splitter.raw:
             chunks = splitter.take_raw()
             if chunks:
-                for hook in hooks:
+                for hook in observers:
                     hook.observe(direction, chunks, FLAG_RAW, out)
         return out
 
@@ -209,7 +220,7 @@ class ProxySession:
             else:
                 (plain if current is frame else changed).append(frame)
                 out.append(Send(direction, current))
-        for hook in self.hooks:
+        for hook in self._observers:
             if plain:
                 hook.observe(direction, plain, 0, out)
             if changed:

@@ -18,9 +18,12 @@ from rmqtwin.codec.frame import ONEWAY_FLAG, PREFIX_SIZE, RESPONSE_FLAG, whole_f
 __all__ = [
     "CREDENTIAL_FIELDS",
     "HeaderPeek",
+    "binary_entries",
     "mask_credentials",
+    "masked_at",
     "peek_header",
     "peek_summary",
+    "summary_at",
 ]
 
 CREDENTIAL_FIELDS = ("AccessKey", "Signature", "SecurityToken")
@@ -76,7 +79,11 @@ def peek_summary(frame: bytes) -> tuple[int, int, int, int] | None:
     prefix = whole_frame_prefix(frame)
     if prefix is None:
         return None
-    serialize_type, header_length = prefix
+    return summary_at(frame, *prefix)
+
+
+def summary_at(frame: bytes, serialize_type: int, header_length: int) -> tuple[int, int, int, int] | None:
+    """:func:`peek_summary` of a frame whose prefix was read already (by :func:`whole_frame_prefix`)."""
     try:
         if serialize_type == 0:
             obj = orjson.loads(frame[PREFIX_SIZE : PREFIX_SIZE + header_length])
@@ -126,12 +133,12 @@ def _peek_binary(header: bytes, header_length: int) -> HeaderPeek:
     end = pos + ext_len
     if end > len(header):
         raise ValueError("extFields section runs past the header")
-    for key_start, key_end, value_start, value_end in _binary_entries(header, pos, end):
+    for key_start, key_end, value_start, value_end in binary_entries(header, pos, end):
         ext[header[key_start:key_end].decode()] = header[value_start:value_end].decode()
     return HeaderPeek(1, code, opaque, flag, language, version, remark, ext, header_length)
 
 
-def _binary_entries(header: bytes | bytearray, pos: int, end: int) -> list[tuple[int, int, int, int]]:
+def binary_entries(header: bytes | bytearray, pos: int, end: int) -> list[tuple[int, int, int, int]]:
     """Offsets (key start/end, value start/end) of each ROCKETMQ-serialized extFields entry."""
     out = []
     while pos < end:
@@ -159,7 +166,11 @@ def mask_credentials(frame: bytes) -> bytes | None:
     prefix = whole_frame_prefix(frame)
     if prefix is None:
         return None
-    serialize_type, header_length = prefix
+    return masked_at(frame, *prefix)
+
+
+def masked_at(frame: bytes, serialize_type: int, header_length: int) -> bytes | None:
+    """:func:`mask_credentials` of a frame whose prefix was read already."""
     header_end = PREFIX_SIZE + header_length
     # bytes.find over the header range: several times cheaper than a regex search, and this runs for
     # every recorded frame (ACL clients always send AccessKey and Signature together)
@@ -182,7 +193,7 @@ def mask_credentials(frame: bytes) -> bytes | None:
             pos += max(remark_len, 0)
             ext_len = _I32.unpack_from(frame, pos)[0]
             pos += 4
-            for key_start, key_end, value_start, value_end in _binary_entries(frame, pos, pos + ext_len):
+            for key_start, key_end, value_start, value_end in binary_entries(frame, pos, pos + ext_len):
                 if frame[key_start:key_end].decode(errors="replace") in CREDENTIAL_FIELDS:
                     out[value_start:value_end] = b"*" * (value_end - value_start)
                     hits += 1

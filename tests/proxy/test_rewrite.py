@@ -164,3 +164,36 @@ def test_pull_answer_records_get_the_listener_as_store_host_in_place() -> None:
     # a listener advertised by name cannot be written into a record: the record stays as it is
     named = AddressRewriter(Ports(), {"10.0.0.5:10911": "proxy.local:41000"}.get)
     assert named.rewrite_broker_frame(json_frame(0, 6, flag=1, body=_record(BROKER, 0))) is None
+
+
+def test_in_place_msg_id_patch_equals_rewriting_the_header() -> None:
+    """The broker-frame rewrite patches the frame in place; it must give exactly the frame that
+    decoding the header's msgId fields, swapping them and re-encoding the frame gives."""
+    from rmqtwin.codec.frame import encode_frame, split_whole_frame
+    from rmqtwin.proxy.rewrite import _MSG_ID_FIELDS, _rewrite_header
+
+    BROKER_HOST = bytes([10, 0, 0, 5]) + struct.pack(">i", 10911)  # noqa: N806
+    LISTENER_HOST = bytes([127, 0, 0, 1]) + struct.pack(">i", 41000)  # noqa: N806
+    ours = create_offset_msg_id(BROKER, 77)
+    other = create_offset_msg_id(("10.9.9.9", 10911), 5)
+    values = [ours, f"{ours},{other},{ours}", other, "7F0000010001AABBCCDD000000000001", ours.lower()]
+    frames = []
+    for value in values:
+        ext = {"queueId": "1", "msgId": value, "offsetMsgId": ours, "note": '"msgId":"x"'}
+        for make in (json_frame, binary_frame):
+            frames.append(make(0, 3, flag=1, ext=ext, remark="sgId", body=_record(BROKER, 9)))
+            frames.append(make(0, 3, flag=1, ext=ext, body=_record(BROKER, 9) + _record(("10.9.9.9", 1), 1)))
+        spaced = split_whole_frame(json_frame(0, 3, flag=1, ext=ext))
+        assert spaced is not None
+        frames.append(encode_frame(spaced[1].replace(b'"msgId":"', b'"msgId" : "'), spaced[2]))
+    for frame in frames:
+        rewriter = AddressRewriter(Ports(), LISTENERS.get)
+        parts = split_whole_frame(frame)
+        assert parts is not None
+        serialize_type, header, body = parts
+        header = _rewrite_header(header, serialize_type, _MSG_ID_FIELDS, rewriter._swap_msg_ids)
+        # the records of the body keep everything but the store host of the known broker
+        body = body.replace(BROKER_HOST, LISTENER_HOST)
+        expected = encode_frame(header, body, serialize_type)
+        out = rewriter.rewrite_broker_frame(frame)
+        assert (frame if out is None else out) == expected
