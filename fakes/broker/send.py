@@ -18,7 +18,7 @@ from rmqtwin.codec.headers import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
-    send_v2_to_v1,
+    send_v2_as_v1,
 )
 from rmqtwin.codec.message import UniqIdGenerator, decode_batch, merge_batch_properties, string_to_properties
 from rmqtwin.fakes.broker.attributes import CLEANUP_POLICY
@@ -79,7 +79,7 @@ def send_header(request: RemotingCommand) -> SendMessageRequestHeader:
         # 5.5.0 store such a message and answer 0.
         request.ext_fields = {**request.ext_fields, group_key: ""}
     if v2:
-        return send_v2_to_v1(decode_header(request, SendMessageRequestHeaderV2))
+        return send_v2_as_v1(request.ext_fields)
     return decode_header(request, SendMessageRequestHeader)
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from rmqtwin.codec import headers as h
 from rmqtwin.codec.codes import RequestCode, ResponseCode
-from rmqtwin.codec.errors import HeaderError
+from rmqtwin.codec.errors import HeaderError, HeaderFieldError
 from tests.golden.oracle import run_golden
 from tests.golden.vectors import JAVA_HEADER_KINDS
 
@@ -251,6 +251,45 @@ def test_send_v2_as_the_java_producer_sends_it() -> None:
     batch = h.send_v2_to_v1(h.from_ext_fields(h.SendMessageRequestHeaderV2, {**ext, "m": "true"}))
     assert batch.batch is True
     assert h.to_ext_fields(v2) == ext
+
+
+def _v2_then_v1(ext: dict[str, str], strict: bool) -> object:
+    try:
+        return h.send_v2_to_v1(h.from_ext_fields(h.SendMessageRequestHeaderV2, ext, strict=strict))
+    except HeaderFieldError as exc:
+        return ("error", str(exc))
+
+
+def _v2_as_v1(ext: dict[str, str], strict: bool) -> object:
+    try:
+        return h.send_v2_as_v1(ext, strict=strict)
+    except HeaderFieldError as exc:
+        return ("error", str(exc))
+
+
+_V2_TEXT = st.one_of(
+    st.sampled_from(["0", "1", "-3", "true", "FALSE", "x", "", "99999999999", "1700000000000", " 1"]),
+    st.text(max_size=6),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from([*_LETTERS, "bname", "ns", "nsd", "oway", "lo", "zz"]), _V2_TEXT, max_size=20
+    ),
+    st.booleans(),
+)
+def test_send_v2_as_v1_equals_decoding_v2_then_converting(ext: dict[str, str], strict: bool) -> None:
+    """The send path's one-step conversion gives the same V1 header, or the same error, as the two steps."""
+    assert _v2_as_v1(ext, strict) == _v2_then_v1(ext, strict)
+
+
+def test_send_v2_as_v1_on_the_java_producers_header() -> None:
+    ext = {"a": "pg", "b": "T", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "1700000000000", "h": "0"}
+    for extra in ({}, {"n": "broker-a", "bname": "other", "ns": "n1", "oway": "true", "lo": "false"}):
+        assert _v2_as_v1({**ext, **extra}, True) == _v2_then_v1({**ext, **extra}, True)
+    assert h.send_v2_as_v1({**ext, "n": "broker-a", "bname": "other"}).bname == "broker-a"
 
 
 # ------------------------------------------------------------------------------------------------ registries
