@@ -72,14 +72,28 @@ class RequestMetrics:
         self.fault_hits = Counter(
             f"{prefix}_fault_hits", "Frames a fault rule applied to", ["rule", "effect"], registry=registry
         )
+        # Each label set's child, looked up once: ``labels()`` takes a lock and formats the values on
+        # every call, several times the cost of the increment (these run once per request).
+        self._requests: dict[int, Counter] = {}
+        self._answers: dict[tuple[int, int, str | None], tuple[Counter, Histogram]] = {}
 
     def request(self, code: int) -> None:
-        self.requests.labels(code_name(code)).inc()
+        child = self._requests.get(code)
+        if child is None:
+            child = self._requests[code] = self.requests.labels(code_name(code))
+        child.inc()
 
     def answer(self, facts: FrameFacts, response_code: int, seconds: float) -> None:
-        name = code_name(facts.code)
-        self.responses.labels(name, response_name(response_code)).inc()
-        self.latency.labels(name, facts.topic or "").observe(seconds)
+        key = (facts.code, response_code, facts.topic)
+        children = self._answers.get(key)
+        if children is None:
+            name = code_name(facts.code)
+            children = self._answers[key] = (
+                self.responses.labels(name, response_name(response_code)),
+                self.latency.labels(name, facts.topic or ""),
+            )
+        children[0].inc()
+        children[1].observe(seconds)
 
     def watch_faults(self, engine: FaultEngine) -> None:
         def hit(rule: FaultRule) -> None:
