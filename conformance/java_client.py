@@ -47,7 +47,7 @@ from rmqtwin.conformance.launcher import (
     resolve_version,
 )
 
-__all__ = ["DriverProcess", "DriverResult", "JavaClient", "MQAdminResult", "build_drivers"]
+__all__ = ["DriverProcess", "DriverResult", "GrpcClient", "JavaClient", "MQAdminResult", "build_drivers"]
 
 Event = dict[str, Any]
 
@@ -58,6 +58,7 @@ DRIVER_CLASSES = {
     "request_reply": "rmqtwin.conformance.RequestReply",
     "benchmark_producer": "rmqtwin.conformance.BenchmarkProducer",
     "acl_probe": "rmqtwin.conformance.AclProbe",
+    "grpc_scenario": "rmqtwin.conformance.grpc.GrpcScenario",
 }
 MQADMIN_CLASS = "org.apache.rocketmq.tools.command.MQAdminStartup"
 TRANSPORT_FAILURES = ("RemotingTimeoutException", "RemotingSendRequestException", "RemotingConnectException")
@@ -68,9 +69,13 @@ def target_dir(version: str | RocketMQVersion) -> Path:
     return JAVA_PROJECT_DIR / "target" / f"client-{resolve_version(version).line}"
 
 
+GRPC_TARGET = JAVA_PROJECT_DIR / "target" / "grpc-5"
+GRPC_JAR = GRPC_TARGET / "drivers-grpc-5-1.0.0.jar"
+
+
 def build_drivers(force: bool = False) -> None:
     """Run the one Maven build of conformance/java (both client lines) if its jars are missing."""
-    jars = [target_dir(v) / f"drivers-client-{v}-1.0.0.jar" for v in ("4.9", "5")]
+    jars = [target_dir(v) / f"drivers-client-{v}-1.0.0.jar" for v in ("4.9", "5")] + [GRPC_JAR]
     if not force and all(jar.exists() for jar in jars):
         return
     mvn = maven_executable()
@@ -468,3 +473,27 @@ class JavaClient:
                 with contextlib.suppress(OSError):
                     shutil.rmtree(home, ignore_errors=True)
         return MQAdminResult(args=list(argv), returncode=process.returncode, stdout=stdout, stderr=stderr)
+
+
+class GrpcClient(JavaClient):
+    """The gRPC client, ``rocketmq-client-java`` 5.0.8, which talks to a rocketmq-proxy only.
+
+    Its one driver, ``GrpcScenario`` (conformance/java/grpc-5), runs the steps its Javadoc lists
+    (normal, fifo, delay, transaction) against the proxy's gRPC endpoint and prints their events.
+    """
+
+    def __init__(self, *, heap_mb: int = 256, keep_homes: bool = False) -> None:
+        super().__init__("5", heap_mb=heap_mb, keep_homes=keep_homes)
+
+    @property
+    def classpath(self) -> str:
+        build_drivers()
+        return os.pathsep.join([str(GRPC_JAR), f"{GRPC_TARGET}/lib/*"])
+
+    def archive(self, main_class: str) -> ClassDataArchive:
+        build_drivers()
+        return ClassDataArchive(GRPC_TARGET, GRPC_JAR, main_class)
+
+    def scenario(self, endpoint: str, timeout: float = 400.0, **spec: Any) -> DriverResult:
+        """Run GrpcScenario against ``endpoint`` (host:port of the proxy's gRPC server)."""
+        return self.run("grpc_scenario", {"endpoint": endpoint, **spec}, timeout=timeout)

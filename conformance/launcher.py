@@ -78,8 +78,10 @@ __all__ = [
     "VERSIONS",
     "RealRocketMQ",
     "RealRocketMQError",
+    "RealRocketMQProxy",
     "RocketMQVersion",
     "fetch",
+    "fetch_proxy",
     "java_available",
     "java_executable",
     "maven_executable",
@@ -89,6 +91,7 @@ __all__ = [
 CONFORMANCE_DIR = Path(__file__).resolve().parent
 JAVA_PROJECT_DIR = CONFORMANCE_DIR / "java"
 SERVERS_POM = JAVA_PROJECT_DIR / "servers" / "pom.xml"
+PROXY_POM = JAVA_PROJECT_DIR / "proxy" / "pom.xml"
 JAVA17_HOME = Path("/usr/lib/jvm/java-17-openjdk-amd64")
 
 
@@ -182,13 +185,31 @@ def _java_env() -> dict[str, str]:
 
 
 def fetch(version: str | RocketMQVersion, *, quiet: bool = True) -> Path:
-    """Return the lib directory with namesrv, broker and tools jars, fetching them if missing.
+    """Return the lib directory with namesrv, broker and tools jars, fetching them if missing."""
+    resolved = resolve_version(version)
+    lib = server_lib_dir(resolved)
+    return _fetch_jars(SERVERS_POM, resolved.server, lib, "rocketmq-broker-*.jar", quiet=quiet)
+
+
+def proxy_lib_dir(version: str | RocketMQVersion = "5") -> Path:
+    return cache_dir() / "rocketmq-proxy" / resolve_version(version).server / "lib"
+
+
+def fetch_proxy(version: str | RocketMQVersion = "5", *, quiet: bool = True) -> Path:
+    """Return the lib directory with the rocketmq-proxy jars (5.x lines only), fetching them if missing."""
+    resolved = resolve_version(version)
+    if resolved.line.startswith("4"):
+        raise RealRocketMQError(f"rocketmq-proxy exists from 5.0 on, not for {resolved.server}")
+    lib = proxy_lib_dir(resolved)
+    return _fetch_jars(PROXY_POM, resolved.server, lib, "rocketmq-proxy-*.jar", quiet=quiet)
+
+
+def _fetch_jars(pom: Path, version: str, lib: Path, main_jar: str, *, quiet: bool) -> Path:
+    """``dependency:copy-dependencies`` of ``pom`` at ``version`` into ``lib``, once.
 
     The copy goes to a temporary sibling and is renamed into place, with a ``.complete`` marker,
     so an interrupted fetch is never mistaken for a finished one.
     """
-    resolved = resolve_version(version)
-    lib = server_lib_dir(resolved)
     marker = lib / ".complete"
     if marker.exists():
         return lib
@@ -204,22 +225,22 @@ def fetch(version: str | RocketMQVersion, *, quiet: bool = True) -> Path:
             *(["-q"] if quiet else []),
             "-B",
             "-f",
-            str(SERVERS_POM),
-            f"-Drocketmq.version={resolved.server}",
+            str(pom),
+            f"-Drocketmq.version={version}",
             "dependency:copy-dependencies",
             f"-DoutputDirectory={staging}",
         ]
         proc = subprocess.run(command, capture_output=True, text=True, env=_java_env(), check=False)
-        if proc.returncode != 0 or not any(staging.glob("rocketmq-broker-*.jar")):
+        if proc.returncode != 0 or not any(staging.glob(main_jar)):
             shutil.rmtree(staging, ignore_errors=True)
             raise RealRocketMQError(
-                f"fetching RocketMQ {resolved.server} failed (rc={proc.returncode}):\n"
+                f"fetching {pom.parent.name} jars of RocketMQ {version} failed (rc={proc.returncode}):\n"
                 f"{_tail_text(proc.stdout + proc.stderr)}"
             )
         if lib.exists():
             shutil.rmtree(lib)
         staging.rename(lib)
-        marker.write_text(f"{resolved.server}\n")
+        marker.write_text(f"{version}\n")
     return lib
 
 
@@ -872,9 +893,154 @@ class RealRocketMQ:
         return "\n".join(lines)
 
 
+class RealRocketMQProxy:
+    """The real ``rocketmq-proxy`` (cluster mode) in front of any name server and its cluster.
+
+    The gRPC front most RocketMQ 5 applications connect to: ``ProxyStartup -pc rmq-proxy.json -pm
+    cluster`` with ``namesrvAddr`` and ``rocketMQClusterName`` pointed at the cluster (a real one or
+    the twin: the proxy is a client of the brokers over remoting). ``start()`` returns once the gRPC
+    port accepts connections and the proxy's log says it started; ``grpc_endpoint`` is what a gRPC
+    client's ``ClientConfiguration.setEndpoints`` takes. 5.5.0 busy-loops nowhere known, but its JVM
+    runs at nice ``nice`` (a third JVM beside broker and client on a small machine).
+    """
+
+    def __init__(
+        self,
+        namesrv_addr: str,
+        *,
+        version: str | RocketMQVersion = "5",
+        cluster_name: str = str(DEFAULT_BROKER_CONF["brokerClusterName"]),
+        work_dir: str | os.PathLike[str] | None = None,
+        heap_mb: int = 384,
+        start_timeout: float = 180.0,
+        config_overrides: Mapping[str, object] | None = None,
+        nice: int = 5,
+    ) -> None:
+        self.version = resolve_version(version)
+        self.namesrv_addr = namesrv_addr
+        self.cluster_name = cluster_name
+        self._work_dir_given = Path(work_dir).resolve() if work_dir is not None else None
+        self.heap_mb = heap_mb
+        self.start_timeout = start_timeout
+        self.config_overrides = dict(config_overrides or {})
+        self.nice = nice
+        self.work_dir: Path | None = None
+        self.process: JavaProcess | None = None
+        self.grpc_port = 0
+        self.remoting_port = 0
+
+    @property
+    def grpc_endpoint(self) -> str:
+        if self.process is None:
+            raise RealRocketMQError("the proxy is not started")
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.alive()
+
+    def config(self) -> dict[str, object]:
+        """rmq-proxy.json: cluster mode against the name server, loopback ports."""
+        return {
+            "rocketMQClusterName": self.cluster_name,
+            "namesrvAddr": self.namesrv_addr,
+            "proxyMode": "cluster",
+            "grpcServerPort": self.grpc_port,
+            "remotingListenPort": self.remoting_port,
+            **self.config_overrides,
+        }
+
+    def __enter__(self) -> RealRocketMQProxy:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> RealRocketMQProxy:
+        if self.process is not None:
+            return self
+        lib = fetch_proxy(self.version)
+        self.work_dir = self._work_dir_given or Path(tempfile.mkdtemp(prefix="rmqtwin-proxy-"))
+        home = prepare_home(self.work_dir / "proxy")
+        self.grpc_port = free_port()
+        self.remoting_port = free_port()
+        while self.remoting_port == self.grpc_port:
+            self.remoting_port = free_port()
+        conf = home / "conf" / "rmq-proxy.json"
+        conf.write_text(json.dumps(self.config(), indent=2))
+        _live_proxies.add(self)
+        self.process = start_java(
+            "proxy",
+            home,
+            classpath=f"{lib}/*",
+            main_class="org.apache.rocketmq.proxy.ProxyStartup",
+            args=["-pc", str(conf), "-pm", "cluster"],
+            heap_mb=self.heap_mb,
+        )
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, self.process.process.pid, self.nice)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if not self.process.alive():
+                raise RealRocketMQError(
+                    f"rocketmq-proxy {self.version.server} exited with {self.process.process.returncode}\n"
+                    f"{self.log_tail()}"
+                )
+            if self._grpc_listening():
+                return self
+            time.sleep(0.2)
+        self.stop()
+        raise RealRocketMQError(
+            f"rocketmq-proxy {self.version.server}: gRPC port {self.grpc_port} not open after "
+            f"{self.start_timeout:.0f}s\n{self.log_tail()}"
+        )
+
+    def _grpc_listening(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.grpc_port), timeout=1.0):
+                return True
+        except OSError:
+            return False
+
+    def log_tail(self, lines: int = 40) -> str:
+        if self.process is None:
+            return ""
+        parts = [self.process.log_tail(lines)]
+        proxy_log = self.process.home / "logs" / "rocketmqlogs" / "proxy.log"
+        if proxy_log.exists():
+            parts += [f"--- proxy {proxy_log}", _tail_file(proxy_log, lines)]
+        return "\n".join(parts)
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait_or_kill(timeout)
+        _live_proxies.discard(self)
+        if self.work_dir is not None and self._work_dir_given is None:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+_live_proxies: weakref.WeakSet[RealRocketMQProxy] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_leftover_proxies() -> None:
+    for instance in list(_live_proxies):
+        with contextlib.suppress(Exception):
+            instance.stop(timeout=5.0)
+
+
 def main_fetch(versions: list[str]) -> int:
-    """Fetch the jars of each version; print where they are."""
+    """Fetch the jars of each version (and the rocketmq-proxy of 5.x lines); print where they are."""
     for name in versions:
         lib = fetch(name, quiet=True)
         print(f"RocketMQ {resolve_version(name).server}: {lib}", file=sys.stderr)
+        if not resolve_version(name).line.startswith("4"):
+            proxy = fetch_proxy(name, quiet=True)
+            print(f"rocketmq-proxy {resolve_version(name).server}: {proxy}", file=sys.stderr)
     return 0
