@@ -11,8 +11,16 @@ each such message is stored again in the group's pop retry topic ``%RETRY%<group
 offset follows the oldest unfinished checkpoint. A pop that finds nothing waits up to its
 ``pollTime`` for a message (long polling), then answers POLLING_TIMEOUT.
 
-Not modelled: orderly POP (``order=true`` is refused), the KV pop consumer service, checkpoints
-surviving a restart (unacked messages of a stopped twin are not revived).
+Orderly POP (``order=true``, what rocketmq-proxy does for a FIFO group) follows ``ConsumerOrderInfoManager``:
+no checkpoint and no retry topic; a queue whose last orderly pop still has messages neither acked nor past
+their invisible time is blocked (skipped) for any other attempt; the consumer offset moves only as the
+messages are acked in order (``commitAndNext``); a message whose invisible time passes unacked is popped
+again from the same offset with its consumed count (``orderCountInfo``) one higher. Their revive queue id
+is 999 (``KeyBuilder.POP_ORDER_REVIVE_QUEUE``), which is how ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME
+tell an orderly handle.
+
+Not modelled: the KV pop consumer service, checkpoints surviving a restart (unacked messages of a stopped
+twin are not revived).
 """
 
 from __future__ import annotations
@@ -48,6 +56,8 @@ if TYPE_CHECKING:
 REVIVE_QUEUE_NUM = 8  # BrokerConfig.reviveQueueNum
 POP_FROM_RETRY_PROBABILITY = 20  # BrokerConfig.popFromRetryProbability
 MAX_POP_NUMS = 32
+POP_ORDER_REVIVE_QUEUE = 999  # KeyBuilder.POP_ORDER_REVIVE_QUEUE
+QUEUE_OFFSET = "qo"  # ExtraInfoUtil.QUEUE_OFFSET
 INIT_MODE_MIN = 0  # ConsumeInitMode.MIN
 REVIVE_SCAN_INTERVAL = 1.0
 KEY_SEPARATOR = " "
@@ -97,6 +107,47 @@ class PopCheckPoint:
 
 
 @dataclass
+class OrderInfo:
+    """``ConsumerOrderInfoManager.OrderInfo``: the last orderly pop of one queue by one group."""
+
+    attempt_id: str | None
+    pop_time: int
+    invisible_time: int
+    offsets: list[int]
+    consumed_count: dict[int, int] = field(default_factory=dict)
+    next_visible: dict[int, int] = field(default_factory=dict)
+    acked: set[int] = field(default_factory=set)
+
+    def merge_consumed_count(self, previous: OrderInfo) -> None:
+        """``mergeOffsetConsumedCount``: an offset popped again counts one more consumption."""
+        if previous.attempt_id is not None and previous.attempt_id == self.attempt_id:
+            self.consumed_count = previous.consumed_count
+            return
+        self.consumed_count = {
+            offset: previous.consumed_count.get(offset, 0) + 1
+            for offset in self.offsets
+            if offset in previous.offsets
+        }
+
+    def need_block(self, attempt_id: str | None, invisible_time: int, now: int) -> bool:
+        if not self.offsets or (self.attempt_id is not None and self.attempt_id == attempt_id):
+            return False
+        if self.invisible_time <= 0:
+            self.invisible_time = invisible_time
+        return any(
+            now < self.next_visible.get(offset, self.pop_time + self.invisible_time)
+            for offset in self.offsets
+            if offset not in self.acked
+        )
+
+    def next_offset(self) -> int:
+        for offset in self.offsets:
+            if offset not in self.acked:
+                return offset
+        return self.offsets[-1] + 1
+
+
+@dataclass
 class PopRequest:
     """A parked pop (``PopLongPollingService``): re-run on arrival or at its expiry."""
 
@@ -116,6 +167,7 @@ class PopProcessor:
         self.checkpoints: dict[tuple[str, str, int], list[PopCheckPoint]] = {}
         self.parked: list[PopRequest] = []
         self.retry_topics: dict[str, str] = {}  # pop retry topic → original topic
+        self.order_infos: dict[tuple[str, str, int], OrderInfo] = {}
         self._ck_number = 0
         self._revive: LoopingCall | None = None
 
@@ -188,13 +240,14 @@ class PopProcessor:
             return response(
                 ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
             )
-        if header.order:
-            return response(ResponseCode.SYSTEM_ERROR, "orderly POP is not modelled by rmqtwin")
-
-        revive_qid = self._ck_number % REVIVE_QUEUE_NUM
-        self._ck_number += 1
+        order = bool(header.order)
+        if order:
+            revive_qid = POP_ORDER_REVIVE_QUEUE
+        else:
+            revive_qid = self._ck_number % REVIVE_QUEUE_NUM
+            self._ck_number += 1
         random_q = random.randrange(100)
-        need_retry = random_q < POP_FROM_RETRY_PROBABILITY
+        need_retry = random_q < POP_FROM_RETRY_PROBABILITY and not order
         pop_time = broker.now_ms()
         found = _PopResult()
         retry_topic = pop_retry_topic(topic, group)
@@ -205,7 +258,7 @@ class PopProcessor:
             self._pop_from_topic(pop, topic, is_retry=False)
         else:
             self._pop_from_queue(pop, topic, header.queue_id, is_retry=False)
-        if not need_retry and len(found.buffers) < header.max_msg_nums:
+        if not need_retry and not order and len(found.buffers) < header.max_msg_nums:
             self._pop_from_topic(pop, retry_topic, is_retry=True)
 
         answer = PopMessageResponseHeader(
@@ -215,6 +268,7 @@ class PopProcessor:
             rest_num=found.rest_num,
             start_offset_info=";".join(found.start_offset_info),
             msg_offset_info=";".join(found.msg_offset_info),
+            order_count_info=";".join(found.order_count_info) if order else None,
         )
         if found.buffers:
             broker.stats.on_get(topic, len(found.buffers), group)
@@ -241,6 +295,14 @@ class PopProcessor:
             store = self.broker.store
             if init_mode == INIT_MODE_MIN or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 offset = store.get_min_offset_in_queue(topic, queue_id)
+            elif (
+                store.get_min_offset_in_queue(topic, queue_id)
+                <= 0
+                < store.get_max_offset_in_queue(topic, queue_id)
+            ):
+                # ``initPopOffsetByCheckMsgInMem`` (on by default): a queue still holding its first
+                # message (always "in memory" for the twin) is popped from 0.
+                offset = 0
             else:
                 offset = max(0, store.get_max_offset_in_queue(topic, queue_id) - 1)
             self.broker.offsets.commit_offset(group, topic, queue_id, offset)
@@ -248,6 +310,9 @@ class PopProcessor:
 
     def _pop_from_queue(self, pop: _Pop, topic: str, queue_id: int, *, is_retry: bool) -> None:
         header, found, message_filter = pop.header, pop.found, pop.message_filter
+        if header.order:
+            self._pop_orderly(pop, topic, queue_id)
+            return
         broker = self.broker
         group = header.consumer_group
         offset = self._pop_offset(topic, group, queue_id, header.init_mode)
@@ -287,6 +352,52 @@ class PopProcessor:
             # ``addCkMock``: the filtered-out range is passed over as if popped and acked.
             self.pop_offsets[key] = result.next_begin_offset
             self._commit(key)
+        found.rest_num += result.max_offset - result.next_begin_offset
+
+    def _pop_orderly(self, pop: _Pop, topic: str, queue_id: int) -> None:
+        """``popMsgFromQueue`` with ``order``: from the consumer offset, unless the queue is blocked."""
+        header, found = pop.header, pop.found
+        broker = self.broker
+        group = header.consumer_group
+        key = (topic, group, queue_id)
+        offset = broker.offsets.query_offset(group, topic, queue_id)
+        if offset < 0:
+            offset = self._pop_offset(topic, group, queue_id, header.init_mode)
+        previous = self.order_infos.get(key)
+        if previous is not None and previous.need_block(
+            header.attempt_id, header.invisible_time, pop.pop_time
+        ):
+            return
+        wanted = header.max_msg_nums - len(found.buffers)
+        if wanted <= 0:
+            return
+        result = broker.store.get_message(group, topic, queue_id, offset, wanted, pop.message_filter)
+        if result.status in _OFFSET_WRONG:
+            broker.offsets.commit_offset(group, topic, queue_id, result.next_begin_offset)
+            offset = result.next_begin_offset
+            result = broker.store.get_message(group, topic, queue_id, offset, wanted, pop.message_filter)
+        if result.message_buffers:
+            info = OrderInfo(
+                header.attempt_id, pop.pop_time, header.invisible_time, list(result.message_queue_offsets)
+            )
+            if previous is not None:
+                info.merge_consumed_count(previous)
+            self.order_infos[key] = info
+            flag = _retry_flag(topic)
+            for queue_offset, count in info.consumed_count.items():
+                found.order_count_info.append(f"{flag} {QUEUE_OFFSET}{queue_id}%{queue_offset} {count}")
+            least = min(info.consumed_count.values(), default=0)
+            if len(info.consumed_count) != len(info.offsets):
+                least = 0
+            found.order_count_info.append(f"{flag} {queue_id} {least}")
+            broker.offsets.commit_offset(group, topic, queue_id, offset)
+            found.start_offset_info.append(f"{flag} {queue_id} {offset}")
+            found.msg_offset_info.append(
+                f"{flag} {queue_id} " + ",".join(str(o) for o in result.message_queue_offsets)
+            )
+            found.buffers.extend(bytes(buffer) for buffer in result.message_buffers)
+        elif result.status in _PASSED_OVER and result.next_begin_offset > -1:
+            broker.offsets.commit_offset(group, topic, queue_id, result.next_begin_offset)
         found.rest_num += result.max_offset - result.next_begin_offset
 
     def _as_original_topic(
@@ -375,7 +486,48 @@ class PopProcessor:
         failure = self._queue_checks(channel, header.topic, header.queue_id, header.offset, ack=True)
         if failure is not None:
             return failure
+        parts = header.extra_info.split(KEY_SEPARATOR)
+        if len(parts) > 3 and parts[3] == str(POP_ORDER_REVIVE_QUEUE):
+            try:
+                pop_time = int(parts[1])
+            except ValueError:
+                return response()
+            key = (header.topic, header.consumer_group, header.queue_id)
+            return self._ack_orderly(channel, key, header.offset, pop_time)
         self._ack(header.consumer_group, header.topic, header.queue_id, header.offset, header.extra_info)
+        return response()
+
+    def _ack_orderly(
+        self, channel: Channel, key: tuple[str, str, int], offset: int, pop_time: int
+    ) -> RemotingCommand:
+        """``ackOrderly``: mark the offset done; the consumer offset moves to the first one not done."""
+        broker = self.broker
+        topic, group, queue_id = key
+        old = broker.offsets.query_offset(group, topic, queue_id)
+        if offset < old:
+            return response()
+        info = self.order_infos.get(key)
+        if info is None:
+            next_offset = offset + 1
+        elif not info.offsets:
+            next_offset = -1
+        elif pop_time != info.pop_time:
+            next_offset = -2
+        elif offset not in info.offsets:
+            next_offset = -1
+        else:
+            info.acked.add(offset)
+            next_offset = info.next_offset()
+        if next_offset > -1:
+            broker.offsets.commit_offset(group, topic, queue_id, next_offset)
+            if info is None or not info.need_block(None, info.invisible_time, broker.now_ms()):
+                self.notify_message_arriving(topic)
+        elif next_offset == -1:
+            return response(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"offset is illegal, key:{topic}@{group}@{queue_id}, old:{old}, commit:{offset}, "
+                f"next:{next_offset}, {channel.remote_addr}",
+            )
         return response()
 
     def _ack(
@@ -413,8 +565,11 @@ class PopProcessor:
         parts = header.extra_info.split(KEY_SEPARATOR)
         try:
             revive_qid = int(parts[3])
+            pop_time = int(parts[1])
         except (IndexError, ValueError):
             return response(ResponseCode.SYSTEM_ERROR)
+        if revive_qid == POP_ORDER_REVIVE_QUEUE:
+            return self._change_invisible_time_orderly(header, pop_time)
         now = self.broker.now_ms()
         # ``appendCheckPointThenAckOrigin``: a one-message checkpoint from now, then the old one acked.
         key = (header.topic, header.consumer_group, header.queue_id)
@@ -434,6 +589,24 @@ class PopProcessor:
         return response(
             ext_fields=ChangeInvisibleTimeResponseHeader(
                 pop_time=now, invisible_time=header.invisible_time, revive_qid=revive_qid
+            )
+        )
+
+    def _change_invisible_time_orderly(
+        self, header: ChangeInvisibleTimeRequestHeader, pop_time: int
+    ) -> RemotingCommand:
+        """``processChangeInvisibleTimeForOrder``: the message's next visible time, no new checkpoint."""
+        broker = self.broker
+        group, topic, queue_id = header.consumer_group, header.topic, header.queue_id
+        if header.offset < broker.offsets.query_offset(group, topic, queue_id):
+            return response()
+        next_visible = broker.now_ms() + header.invisible_time
+        info = self.order_infos.get((topic, group, queue_id))
+        if info is not None and info.pop_time == pop_time:
+            info.next_visible[header.offset] = next_visible
+        return response(
+            ext_fields=ChangeInvisibleTimeResponseHeader(
+                pop_time=pop_time, invisible_time=next_visible - pop_time, revive_qid=POP_ORDER_REVIVE_QUEUE
             )
         )
 
@@ -504,6 +677,7 @@ class _PopResult:
     buffers: list[bytes] = field(default_factory=list)
     start_offset_info: list[str] = field(default_factory=list)
     msg_offset_info: list[str] = field(default_factory=list)
+    order_count_info: list[str] = field(default_factory=list)
     rest_num: int = 0
 
 
