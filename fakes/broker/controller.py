@@ -37,6 +37,7 @@ from rmqtwin.fakes.broker.reply import ReplyProcessor
 from rmqtwin.fakes.broker.schedule import ScheduleMessageService
 from rmqtwin.fakes.broker.send import SendProcessor
 from rmqtwin.fakes.broker.stats import BrokerStats
+from rmqtwin.fakes.broker.timer import TimerMessageService
 from rmqtwin.fakes.broker.topics import TopicTable
 from rmqtwin.fakes.broker.transaction import TransactionService
 from rmqtwin.fakes.broker.transaction_check import TransactionalMessageCheckService
@@ -92,6 +93,7 @@ class BrokerController:
         self.stats = BrokerStats(clock.seconds)
         self.store: MessageStore = store if store is not None else self._create_store()
         self.schedule = ScheduleMessageService(self, on_change=lambda: None)
+        self.timer = TimerMessageService(self)
         self.transactions = TransactionService(self)
         self.transaction_check = TransactionalMessageCheckService(self)
         self.consumer_filter = ConsumerFilterProcessor(self)
@@ -229,12 +231,15 @@ class BrokerController:
         """``BrokerController.initialize``: the config files (each falling back to its ``.bak``), then
         the store; False when one cannot be read at all."""
         loaded = self.topics.load() and self.offsets.load() and self.groups.load() and self.schedule.load()
+        loaded = loaded and self.timer.load()
         return loaded and bool(self.store.load())
 
     def start(self) -> Deferred[Any]:
         """Start the store and services; fires once registered with every name server."""
         self.store.start()
         self.schedule.start()
+        if self.config.five:
+            self.timer.start()
         self.transaction_check.start()
         self.pop.start()
         self._every(self.config.flush_consumer_offset_interval / 1000.0, self.persist_offsets)
@@ -261,6 +266,7 @@ class BrokerController:
                 loop.stop()
         self._loops = []
         self.schedule.stop()
+        self.timer.stop()
         self.transaction_check.stop()
         self.pull.hold.stop()
         self.pop.stop()

@@ -22,6 +22,7 @@ from rmqtwin.codec.headers import (
 )
 from rmqtwin.codec.message import UniqIdGenerator, decode_batch, merge_batch_properties, string_to_properties
 from rmqtwin.fakes.broker.attributes import CLEANUP_POLICY
+from rmqtwin.fakes.broker.timer import TIMER_TOPIC, timer_illegal_remark, transform_timer_message
 from rmqtwin.fakes.broker.topics import (
     DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
@@ -233,6 +234,14 @@ class SendProcessor:
             if broker.config.reject_transaction_message:
                 return self._forbidden("sending transaction message")
             broker.transactions.parse_half_message(msg)
+        elif five:
+            parked = transform_timer_message(props, topic, queue_id, broker.now_ms())
+            if parked is False:
+                remark = timer_illegal_remark()
+                return response(ResponseCode.MESSAGE_ILLEGAL, remark, self._send_response_ext())
+            if parked:
+                msg.topic, msg.queue_id = TIMER_TOPIC, 0
+                msg.properties_string = properties_to_string(props)
         if wait is not None and not five:
             props["WAIT"] = wait
         result = broker.store.put_message(msg)
