@@ -467,3 +467,156 @@ def test_pop_bad_input_is_refused_as_5_5_0_refuses_it(
         },
     )
     assert (change.code, change.remark) == (ResponseCode.NO_MESSAGE, "not set any response code")
+
+
+def _order_extra_info(answer: RemotingCommand, msg: MessageExt, broker_name: str) -> str:
+    fields = answer.ext_fields or {}
+    start = fields["startOffsetInfo"].split(" ")[2]
+    parts = (start, fields["popTime"], fields["invisibleTime"], "999", "0", broker_name, msg.queue_id)
+    return " ".join(str(p) for p in (*parts, msg.queue_offset))
+
+
+def test_orderly_pop_blocks_the_queue_until_acked_or_visible_again(
+    broker: Broker, unique_name: Callable[[str], str]
+) -> None:
+    """What rocketmq-proxy does for a FIFO group: POP with ``order=true`` (revive queue 999)."""
+    topic, group = unique_name("PopOrd")[-40:], unique_name("PopOrdG")[-40:]
+    assert broker.create_topic(topic, queues=1).code == ResponseCode.SUCCESS
+    for i in range(3):
+        assert broker.send(topic, _props(TAGS="T", KEYS=f"k{i}", WAIT="true")).code == ResponseCode.SUCCESS
+
+    def pop(attempt: str, **extra: str) -> RemotingCommand:
+        return _pop(broker, topic, group, order="true", attemptId=attempt, invisibleTime="3000", **extra)
+
+    first = pop("a1")
+    assert (first.code, first.remark) == (ResponseCode.SUCCESS, "FOUND")
+    fields = first.ext_fields or {}
+    assert (fields["reviveQid"], fields["orderCountInfo"]) == ("999", "0 0 0")
+    assert (fields["startOffsetInfo"], fields["msgOffsetInfo"]) == ("0 0 0", "0 0 0,1,2")
+    messages = decode_message_records(first.body or b"")
+    assert [m.keys for m in messages] == ["k0", "k1", "k2"]
+    # The same attempt again (a client retrying its request) gets the same messages; another is blocked.
+    same = pop("a1")
+    assert [m.keys for m in decode_message_records(same.body or b"")] == ["k0", "k1", "k2"]
+    assert (same.ext_fields or {})["orderCountInfo"] == "0 0 0"
+    first = same
+    blocked = pop("a2")
+    assert (blocked.code, blocked.remark) == (ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE")
+    assert (blocked.ext_fields or {}).get("orderCountInfo") == ""
+
+    messages = decode_message_records(first.body or b"")
+    name = "broker-a"
+    k0, k1 = messages[0], messages[1]
+    ext = {"consumerGroup": group, "topic": topic, "queueId": "0"}
+    acked = broker.call(
+        RequestCode.ACK_MESSAGE,
+        {**ext, "extraInfo": _order_extra_info(first, k0, name), "offset": str(k0.queue_offset)},
+    )
+    assert (acked.code, acked.remark) == (ResponseCode.SUCCESS, None)
+    changed = broker.call(
+        RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
+        {
+            **ext,
+            "extraInfo": _order_extra_info(first, k1, name),
+            "offset": str(k1.queue_offset),
+            "invisibleTime": "1000",
+        },
+    )
+    assert changed.code == ResponseCode.SUCCESS, changed.remark
+    answered = changed.ext_fields or {}
+    assert (answered["popTime"], answered["reviveQid"]) == ((first.ext_fields or {})["popTime"], "999")
+    assert int(answered["invisibleTime"]) >= 1000  # the next visible time minus the original pop time
+
+    # k1 and k2 come back, from the first offset not acked, each counted as consumed once more.
+    again = pop("a3", pollTime="500")
+    deadline = time.monotonic() + 20
+    while again.code != ResponseCode.SUCCESS and time.monotonic() < deadline:
+        again = pop("a3", pollTime="500")
+    assert (again.code, again.remark) == (ResponseCode.SUCCESS, "FOUND")
+    redelivered = decode_message_records(again.body or b"")
+    assert [m.keys for m in redelivered] == ["k1", "k2"]
+    assert (again.ext_fields or {})["orderCountInfo"] == "0 qo0%1 1;0 qo0%2 1;0 0 1"
+    assert (again.ext_fields or {})["startOffsetInfo"] == "0 0 1"
+    for msg in redelivered:
+        done = broker.call(
+            RequestCode.ACK_MESSAGE,
+            {**ext, "extraInfo": _order_extra_info(again, msg, name), "offset": str(msg.queue_offset)},
+        )
+        assert (done.code, done.remark) == (ResponseCode.SUCCESS, None)
+    empty = pop("a4")
+    assert (empty.code, empty.remark) == (ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE")
+
+
+# -- timer messages -------------------------------------------------------------------------------
+
+
+def test_timer_messages_are_delivered_at_their_time(
+    broker: Broker, unique_name: Callable[[str], str]
+) -> None:
+    topic, group = unique_name("Timer")[-40:], unique_name("TimerG")[-40:]
+    assert broker.create_topic(topic, queues=1).code == ResponseCode.SUCCESS
+    sent_at = time.monotonic()
+    sent = broker.send(topic, _props(KEYS="t3", TIMER_DELAY_SEC="3", WAIT="true"))
+    assert sent.code == ResponseCode.SUCCESS, sent.remark
+    got: list[MessageExt] = []
+    early = _pop(broker, topic, group, pollTime="500")
+    assert early.code == ResponseCode.POLLING_TIMEOUT
+    deadline = time.monotonic() + 20
+    while not got and time.monotonic() < deadline:
+        answer = _pop(broker, topic, group, pollTime="500")
+        if answer.code == ResponseCode.SUCCESS:
+            got = decode_message_records(answer.body or b"")
+    waited = time.monotonic() - sent_at
+    assert [m.keys for m in got] == ["t3"]
+    # Rounded down to the timer's 1 s precision: between 2 and 3 s, plus the scan and our polling.
+    assert 2.0 <= waited < 8.0, waited
+    [msg] = got
+    assert msg.topic == topic
+    assert {
+        "TIMER_OUT_MS",
+        "TIMER_ENQUEUE_MS",
+        "TIMER_DEQUEUE_MS",
+        "TIMER_DELAY_SEC",
+    } <= msg.properties.keys()
+    assert int(msg.properties["TIMER_OUT_MS"]) % 1000 == 0
+
+
+def test_bad_timer_messages_are_refused_as_5_5_0_refuses_them(
+    broker: Broker, unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("TimerBad")
+    assert broker.create_topic(topic).code == ResponseCode.SUCCESS
+    remark = (
+        "timer message illegal, the delay time should not be bigger than the max delay 259200000ms; "
+        "or if set del msg, the delay time should be bigger than the current time"
+    )
+    for props in (_props(TIMER_DELAY_SEC=str(3 * 24 * 3600 + 60)), _props(TIMER_DELIVER_MS="soon")):
+        refused = broker.send(topic, props)
+        assert (refused.code, refused.remark) == (ResponseCode.MESSAGE_ILLEGAL, remark)
+    # A delivery time already passed is an ordinary message.
+    past = broker.send(topic, _props(TIMER_DELIVER_MS="1000"))
+    assert past.code == ResponseCode.SUCCESS, past.remark
+
+
+def test_pending_timer_messages_survive_a_restart(rocketmq_factory: Any, tmp_path: Any) -> None:
+    """Twin only: its timer progress (config/timerOffset.json) is its own; the timer topic is in the store."""
+    store = str(tmp_path / "store")
+    twin = rocketmq_factory(broker_conf=TWIN_BROKER_CONF, store_dir=store)
+    broker = Broker("rmqtwin", twin.namesrv_addr, twin.broker_addr)
+    assert broker.create_topic("TimerRestart", queues=1).code == ResponseCode.SUCCESS
+    sent = broker.send("TimerRestart", _props(KEYS="later", TIMER_DELAY_SEC="4", WAIT="true"))
+    assert sent.code == ResponseCode.SUCCESS, sent.remark
+    sent = broker.send("TimerRestart", _props(KEYS="now", WAIT="true"))
+    assert sent.code == ResponseCode.SUCCESS, sent.remark
+    twin.stop()
+
+    twin = rocketmq_factory(broker_conf=TWIN_BROKER_CONF, store_dir=store)
+    broker = Broker("rmqtwin", twin.namesrv_addr, twin.broker_addr)
+    got: list[str] = []
+    deadline = time.monotonic() + 20
+    while "later" not in got and time.monotonic() < deadline:
+        answer = _pop(broker, "TimerRestart", "TimerRestartG", pollTime="500")
+        if answer.code == ResponseCode.SUCCESS:
+            got += [m.keys for m in decode_message_records(answer.body or b"")]
+    assert got == ["now", "later"]
+    twin.stop()
