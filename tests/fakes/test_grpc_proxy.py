@@ -21,7 +21,8 @@ from rmqtwin.codec.codes import CURRENT_VERSION_5, RequestCode, ResponseCode
 from rmqtwin.conformance.runner import TWIN_BROKER_CONF
 from tests.fakes.test_serve import call
 
-pytestmark = [pytest.mark.real, pytest.mark.java]
+# slow: a proxy JVM per target plus a driver of about a minute; 3 to 4 minutes per target here.
+pytestmark = [pytest.mark.real, pytest.mark.java, pytest.mark.slow]
 
 TARGETS = ["rmqtwin", "real-5"]
 DELAY_MS = 3000
