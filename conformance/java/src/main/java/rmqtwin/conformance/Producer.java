@@ -30,8 +30,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * (list of {body|bodyBase64|bodySize, tags, keys, properties, delayLevel, topic, mode, queueId,
  * shardingKey, transaction, check}) or count (+ bodyPrefix), tags/keys/properties defaults,
  * batchSize, sendTimeoutMs, retryTimes, compressOver, maxMessageSize, expectChecks, timeoutMs,
- * trace (enableMsgTrace: trace records to RMQ_SYS_TRACE_TOPIC), acl {accessKey, secretKey} (sign with
- * AclClientRPCHook).
+ * trace (enableMsgTrace: trace records to RMQ_SYS_TRACE_TOPIC or traceTopic), settleMs (linger before
+ * shutdown), acl {accessKey, secretKey} (sign with AclClientRPCHook).
  */
 public final class Producer {
     private static final AtomicInteger OK = new AtomicInteger();
@@ -64,7 +64,7 @@ public final class Producer {
             producer = tx;
         } else {
             producer = new DefaultMQProducer(Events.str(spec, "group", "rmqtwin_producer"), Events.rpcHook(spec),
-                Events.bool(spec, "trace", false), null);
+                Events.bool(spec, "trace", false), Events.str(spec, "traceTopic", null));
         }
         producer.setNamesrvAddr(Events.required(spec, "namesrv"));
         producer.setInstanceName(Events.instanceName("producer"));
@@ -129,6 +129,8 @@ public final class Producer {
             summary.put("checks", CHECKS.get());
             summary.put("timedOut", !allAnswered || CHECKS.get() < expectChecks);
             Events.emit(summary);
+            // Linger before shutdown (the trace dispatcher sends its records asynchronously).
+            Thread.sleep(Events.num(spec, "settleMs", 0));
         } finally {
             producer.shutdown();
         }

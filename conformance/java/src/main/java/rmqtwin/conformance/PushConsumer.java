@@ -27,7 +27,7 @@ import org.apache.rocketmq.common.message.MessageExt;
  * times}: answer RECONSUME_LATER (SUSPEND_CURRENT_QUEUE_A_MOMENT when orderly) for matching
  * messages until they come back with reconsumeTimes &gt;= times; consumeThreads, pullBatchSize,
  * consumeBatchMaxSize (above 1, each "received" event has the size of the listener call's "batch"),
- * maxReconsumeTimes, suspendMillis, delayLevelWhenNextConsume, trace (enableMsgTrace), acl {accessKey,
+ * maxReconsumeTimes, suspendMillis, delayLevelWhenNextConsume, trace (enableMsgTrace) and traceTopic, acl {accessKey,
  * secretKey} (sign with AclClientRPCHook).
  */
 public final class PushConsumer {
@@ -104,7 +104,7 @@ public final class PushConsumer {
     static DefaultMQPushConsumer build(JsonObject spec) throws Exception {
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(
             Events.required(spec, "group"), Events.rpcHook(spec), new AllocateMessageQueueAveragely(),
-            Events.bool(spec, "trace", false), null);
+            Events.bool(spec, "trace", false), Events.str(spec, "traceTopic", null));
         consumer.setNamesrvAddr(Events.required(spec, "namesrv"));
         consumer.setInstanceName(Events.instanceName("push"));
         consumer.setConsumeFromWhere(
