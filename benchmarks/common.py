@@ -43,6 +43,26 @@ def rss_kib(pids: Iterable[int]) -> int:
     return total
 
 
+def process_tree(root: int | None = None) -> list[int]:
+    """``root`` (default: this process) and all its descendants, from /proc."""
+    root = os.getpid() if root is None else root
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int(Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
 class PeakRss:
     """Samples RSS every 200 ms in a thread while the load runs."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 __all__ = [
+    "DECODED",
     "EXCHANGES",
     "FRAMES",
     "MESSAGES",
@@ -23,8 +24,16 @@ _I64 = pa.int64()
 _MAP = pa.map_(pa.string(), pa.string())
 
 
-def ddl(schema: pa.Schema) -> str:
-    """The Spark DDL string of an Arrow schema (the types used here only)."""
+def ddl(schema: pa.Schema | pa.StructType) -> str:
+    """The Spark DDL string of an Arrow schema or struct's fields (the types used here only)."""
+    if isinstance(schema, pa.StructType):
+        return ",".join(f"`{f.name}`:{_type(f.type)}" for f in schema)
+    return ", ".join(f"`{f.name}` {_type(f.type)}" for f in schema)
+
+
+def _type(t: pa.DataType) -> str:
+    if isinstance(t, pa.StructType):
+        return f"struct<{ddl(t)}>"
     names = {
         pa.string(): "string",
         pa.int32(): "int",
@@ -33,7 +42,7 @@ def ddl(schema: pa.Schema) -> str:
         pa.binary(): "binary",
         _MAP: "map<string,string>",
     }
-    return ", ".join(f"`{f.name}` {names[f.type]}" for f in schema)
+    return names[t]
 
 
 RECORDS = pa.schema(
@@ -191,3 +200,17 @@ SKIPS = pa.schema(
     ]
 )
 """Per input file: what was skipped and why (also printed by ingest and shown in the report)."""
+
+DECODED = pa.schema(
+    [
+        (name, pa.struct(list(schema)))
+        for name, schema in (
+            ("frames", FRAMES),
+            ("exchanges", EXCHANGES),
+            ("messages", MESSAGES),
+            ("skipped", SKIPS),
+        )
+    ]
+)
+"""What the ingest's one pass over the records gives (``tables.tables_of``): each row fills one column,
+a row of that table (or a skip note of a reader)."""

@@ -12,14 +12,19 @@ __all__ = ["spark_session"]
 
 
 def spark_session(
-    master: str | None = None, *, app_name: str = "rmqtwin", partitions: int = 2
+    master: str | None = None,
+    *,
+    app_name: str = "rmqtwin",
+    partitions: int = 2,
+    driver_memory: str = "1g",
 ) -> SparkSession:
     """A session on ``master`` (default ``local[2]``); drivers and local executors bind 127.0.0.1, and
     executors start this interpreter (a bare ``python3`` from PATH lacks pyarrow and rmqtwin).
 
     Under ``spark-submit`` (no ``master`` given, and spark-submit's gateway in the environment) the
     submitted master, hosts, Python and parallelism are kept (YARN, Kubernetes: executors elsewhere);
-    only the settings the jobs rely on are set."""
+    only the settings the jobs rely on are set. ``driver_memory`` takes effect only when this call starts
+    the JVM (the first session of the process)."""
     submitted = master is None and "PYSPARK_GATEWAY_PORT" in os.environ
     builder = (
         SparkSession.builder.appName(app_name)
@@ -39,7 +44,7 @@ def spark_session(
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.sql.shuffle.partitions", str(partitions))
             .config("spark.default.parallelism", str(partitions))
-            .config("spark.driver.memory", "1g")
+            .config("spark.driver.memory", driver_memory)
             .config("spark.pyspark.python", sys.executable)
         )
     spark = builder.getOrCreate()

@@ -10,9 +10,10 @@ by ``rmqtwin.codec.message``.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
+import orjson
 import pyarrow as pa
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode, request_code_name, response_code_name
@@ -38,7 +39,7 @@ from rmqtwin.proxy.wire import HeaderPeek, peek_header
 from rmqtwin.spark import schemas
 from rmqtwin.spark.sources import message_columns
 
-__all__ = ["exchanges_of", "frames_of", "hour_of", "messages_of"]
+__all__ = ["exchanges_of", "frames_of", "hour_of", "messages_of", "tables_of"]
 
 _BATCH = 4096
 SERIALIZE_NAMES = {0: "JSON", 1: "ROCKETMQ"}
@@ -132,69 +133,138 @@ class _Conn:
     kind: str | None = None
     seq: int = 0
     closed: bool = False
-    pending: dict[tuple[int, int], dict[str, object]] = field(default_factory=dict)
+
+
+class _Table:
+    """One output table, built frame by frame while the records of whole connections stream by."""
+
+    schema: pa.Schema
+
+    def __init__(self) -> None:
+        self.out = _Out(self.schema)
+        self.pending: dict[tuple[int, int], dict[str, object]] = {}
+        """Requests of the current connection waiting for their answer, by (direction, opaque)."""
+
+    def frame(self, conn: _Conn, row: dict[str, object], peek: HeaderPeek | None) -> None:
+        """A FRAME record of ``conn``; ``peek`` is its header (``None``: not a decodable frame)."""
+
+    def end(self, conn: _Conn) -> None:
+        """``conn``'s records are over (closed, or the capture ended)."""
+        self.pending.clear()
+
+    def skip(self, row: dict[str, object]) -> None:
+        """A note of what the reader skipped (a ``type`` 0 record)."""
 
 
 def _walk(
-    batches: Iterator[pa.RecordBatch],
-    schema: pa.Schema,
-    on_frame: Callable[[_Conn, dict[str, object], _Out], None],
-    on_end: Callable[[_Conn, _Out], None] | None = None,
-) -> Iterator[pa.RecordBatch]:
-    """Call ``on_frame`` for each FRAME record (the row as a dict) with its connection's state;
-    ``on_end`` when a connection's records are over."""
-    out = _Out(schema)
+    batches: Iterator[pa.RecordBatch], tables: Sequence[_Table]
+) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """Feed every record to each of ``tables`` (one header decode per frame for all of them); yields
+    (index of the table, a batch of its rows)."""
     conn: _Conn | None = None
     for batch in batches:
         for row in batch.to_pylist():
             key = (row["capture"], row["conn_id"])
             if conn is None or conn.key != key:
-                if conn is not None and on_end is not None:
-                    on_end(conn, out)
+                if conn is not None:
+                    for t in tables:
+                        t.end(conn)
                 conn = _Conn(key)
             rtype = row["type"]
             if rtype == REC_FRAME:
-                on_frame(conn, row, out)
+                data = row["data"]
+                assert isinstance(data, bytes)
+                peek = peek_header(data) if row["flags"] & FLAG_DECODED else None
+                for t in tables:
+                    t.frame(conn, row, peek)
                 conn.seq += 1
             elif rtype == REC_OPEN:
                 try:
-                    import orjson
-
                     meta = orjson.loads(row["data"])
                     conn.kind = str(meta.get("kind")) if isinstance(meta, dict) else None
                 except ValueError:
                     conn.kind = None
             elif rtype == REC_CLOSE:
                 conn.closed = True
-                if on_end is not None:
-                    on_end(conn, out)
-            if out.n >= _BATCH:
-                yield out.take()
-    if conn is not None and on_end is not None:
-        on_end(conn, out)
-    if out.n:
-        yield out.take()
+                for t in tables:
+                    t.end(conn)
+            elif rtype == 0:
+                for t in tables:
+                    t.skip(row)
+            for i, t in enumerate(tables):
+                if t.out.n >= _BATCH:
+                    yield i, t.out.take()
+    for i, t in enumerate(tables):
+        if conn is not None:
+            t.end(conn)
+        if t.out.n:
+            yield i, t.out.take()
+
+
+def tables_of(batches: Iterator[pa.RecordBatch], raw: bool = False) -> Iterator[pa.RecordBatch]:
+    """``frames``, ``exchanges`` and ``messages`` rows and the readers' skip notes in one walk
+    (``mapInArrow``): batches of :data:`schemas.DECODED`, each filling one of its struct columns."""
+    tables = (_Frames(raw), _Exchanges(), _Messages(), _Skipped())
+    for i, batch in _walk(batches, tables):
+        cols = [pa.nulls(batch.num_rows, f.type) for f in schemas.DECODED]
+        cols[i] = batch.to_struct_array()
+        yield pa.RecordBatch.from_arrays(cols, schema=schemas.DECODED)
+
+
+def _one(table: _Table, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for _, batch in _walk(batches, (table,)):
+        yield batch
+
+
+def frames_of(batches: Iterator[pa.RecordBatch], raw: bool = False) -> Iterator[pa.RecordBatch]:
+    """``frames`` rows of the records of whole connections in capture order (``mapInArrow``)."""
+    return _one(_Frames(raw), batches)
+
+
+def exchanges_of(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``exchanges`` rows: each request with its response, matched by (connection, opaque) in the other
+    direction; oneway requests alone; the rest unanswered (``connection closed`` or ``capture ended``)."""
+    return _one(_Exchanges(), batches)
+
+
+def messages_of(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``messages`` rows: every message of a send request (``sent``; queue and commitlog offsets from
+    the broker's answer) and of a pull/query/view answer (``delivered``)."""
+    return _one(_Messages(), batches)
+
+
+class _Skipped(_Table):
+    """What the readers skipped (``schemas.SKIPS`` rows, one per note)."""
+
+    schema = schemas.SKIPS
+
+    def skip(self, row: dict[str, object]) -> None:
+        self.out.add(
+            {"input": row["capture"], "reason": row["skip_reason"], "count": 1, "bytes": row["skipped_bytes"]}
+        )
 
 
 # ------------------------------------------------------------------------------------------- frames
 
 
-def frames_of(batches: Iterator[pa.RecordBatch], raw: bool = False) -> Iterator[pa.RecordBatch]:
-    """``frames`` rows of the records of whole connections in capture order (``mapInArrow``)."""
+class _Frames(_Table):
+    schema = schemas.FRAMES
 
-    def on_frame(conn: _Conn, row: dict[str, object], out: _Out) -> None:
+    def __init__(self, raw: bool) -> None:
+        super().__init__()
+        self.raw = raw
+
+    def frame(self, conn: _Conn, row: dict[str, object], peek: HeaderPeek | None) -> None:
         data = row["data"]
         assert isinstance(data, bytes)
-        flags = int(row["flags"])  # type: ignore[call-overload]
-        is_raw = bool(flags & FLAG_RAW)
-        peek = peek_header(data) if flags & FLAG_DECODED else None
+        is_raw = bool(int(row["flags"]) & FLAG_RAW)  # type: ignore[call-overload]
         rpc_flag = int(row["rpc_flag"])  # type: ignore[call-overload]
         response = peek is not None and bool(rpc_flag & 1)
         code = int(row["code"])  # type: ignore[call-overload]
         language = None
         if peek is not None and peek.language is not None:
             language = str(peek.language)
-        out.add(
+        self.out.add(
             {
                 "capture": row["capture"],
                 "segment": row["segment"],
@@ -223,12 +293,10 @@ def frames_of(batches: Iterator[pa.RecordBatch], raw: bool = False) -> Iterator[
                 "ext_fields": list(peek.ext_fields.items()) if peek is not None else None,
                 "frame_length": len(data),
                 "body_length": len(data) - 8 - peek.header_length if peek is not None else None,
-                "raw": data if raw else None,
+                "raw": data if self.raw else None,
                 "hour": hour_of(int(row["wall_ns"])),  # type: ignore[call-overload]
             }
         )
-
-    yield from _walk(batches, schemas.FRAMES, on_frame)
 
 
 # ---------------------------------------------------------------------------------------- exchanges
@@ -266,22 +334,15 @@ def _request_info(conn: _Conn, row: dict[str, object], peek: HeaderPeek) -> dict
     return info
 
 
-def exchanges_of(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``exchanges`` rows: each request with its response, matched by (connection, opaque) in the other
-    direction; oneway requests alone; the rest unanswered (``connection closed`` or ``capture ended``)."""
+class _Exchanges(_Table):
+    schema = schemas.EXCHANGES
 
-    def on_frame(conn: _Conn, row: dict[str, object], out: _Out) -> None:
-        flags = int(row["flags"])  # type: ignore[call-overload]
-        if not flags & FLAG_DECODED or flags & FLAG_RAW:
-            return
-        data = row["data"]
-        assert isinstance(data, bytes)
-        peek = peek_header(data)
-        if peek is None:
+    def frame(self, conn: _Conn, row: dict[str, object], peek: HeaderPeek | None) -> None:
+        if peek is None or int(row["flags"]) & FLAG_RAW:  # type: ignore[call-overload]
             return
         direction = int(row["direction"])  # type: ignore[call-overload]
         if peek.flag & 1:
-            req = conn.pending.pop((1 - direction, peek.opaque), None)
+            req = self.pending.pop((1 - direction, peek.opaque), None)
             if req is None:
                 return
             req["response_seq"] = conn.seq
@@ -289,28 +350,26 @@ def exchanges_of(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             req["response_code_name"] = response_code_name(peek.code)
             req["remark"] = peek.remark
             req["latency_ns"] = int(row["mono_ns"]) - int(req["request_mono_ns"])  # type: ignore[call-overload]
-            req["response_bytes"] = len(data)
+            req["response_bytes"] = len(row["data"])  # type: ignore[arg-type]
             if req["request_code"] in (RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE):
                 max_offset = peek.ext_fields.get("maxOffset")
                 req["max_offset"] = (
                     int(max_offset) if max_offset and max_offset.lstrip("-").isdigit() else None
                 )
-            out.add(req)
+            self.out.add(req)
             return
         info = _request_info(conn, row, peek)
         if peek.flag & 2:
-            out.add(info)
+            self.out.add(info)
         else:
-            conn.pending[(direction, peek.opaque)] = info
+            self.pending[(direction, peek.opaque)] = info
 
-    def on_end(conn: _Conn, out: _Out) -> None:
+    def end(self, conn: _Conn) -> None:
         reason = "connection closed" if conn.closed else "capture ended"
-        for req in conn.pending.values():
+        for req in self.pending.values():
             req["unanswered"] = reason
-            out.add(req)
-        conn.pending.clear()
-
-    yield from _walk(batches, schemas.EXCHANGES, on_frame, on_end)
+            self.out.add(req)
+        self.pending.clear()
 
 
 # ----------------------------------------------------------------------------------------- messages
@@ -344,34 +403,22 @@ def _sent(header: SendMessageRequestHeader, body: bytes, code: int) -> list[Mess
     ]
 
 
-def messages_of(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``messages`` rows: every message of a send request (``sent``; queue and commitlog offsets from
-    the broker's answer) and of a pull/query/view answer (``delivered``)."""
+class _Messages(_Table):
+    schema = schemas.MESSAGES
 
-    def emit(out: _Out, base: dict[str, object], msgs: list[MessageExt]) -> None:
-        for i, msg in enumerate(msgs):
-            row = message_columns(msg)
-            row.update(base)
-            row["index_in_frame"] = i
-            out.add(row)
-
-    def on_frame(conn: _Conn, row: dict[str, object], out: _Out) -> None:
-        flags = int(row["flags"])  # type: ignore[call-overload]
+    def frame(self, conn: _Conn, row: dict[str, object], peek: HeaderPeek | None) -> None:
+        if peek is None or int(row["flags"]) & FLAG_RAW:  # type: ignore[call-overload]
+            return
         code = int(row["code"])  # type: ignore[call-overload]
         rpc_flag = int(row["rpc_flag"])  # type: ignore[call-overload]
-        if not flags & FLAG_DECODED or flags & FLAG_RAW:
-            return
         is_response = bool(rpc_flag & 1)
         if not is_response and code not in SEND_CODES and code not in DELIVER_CODES:
             return
         direction = int(row["direction"])  # type: ignore[call-overload]
-        if is_response and (1 - direction, row["opaque"]) not in conn.pending:
+        if is_response and (1 - direction, row["opaque"]) not in self.pending:
             return
         data = row["data"]
         assert isinstance(data, bytes)
-        peek = peek_header(data)
-        if peek is None:
-            return
         base = {
             "capture": row["capture"],
             "conn_id": row["conn_id"],
@@ -392,14 +439,14 @@ def messages_of(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                     except (CodecError, ValueError):
                         state["msgs"] = []
                 if rpc_flag & 2:  # oneway send: no answer will come
-                    on_send_answer(out, state, None)
+                    self._send_answer(state, None)
                     return
-            conn.pending[(direction, peek.opaque)] = state
+            self.pending[(direction, peek.opaque)] = state
             return
-        state = conn.pending.pop((1 - direction, peek.opaque))
+        state = self.pending.pop((1 - direction, peek.opaque))
         req_code = state["code"]
         if req_code in SEND_CODES:
-            on_send_answer(out, state, peek)
+            self._send_answer(state, peek)
             return
         if peek.code != ResponseCode.SUCCESS:
             return
@@ -412,9 +459,13 @@ def messages_of(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         base.update(
             event="delivered", request_code=req_code, group=getattr(state["header"], "consumer_group", None)
         )
-        emit(out, base, delivered)
+        for i, msg in enumerate(delivered):
+            mrow = message_columns(msg)
+            mrow.update(base)
+            mrow["index_in_frame"] = i
+            self.out.add(mrow)
 
-    def on_send_answer(out: _Out, state: dict[str, object], peek: HeaderPeek | None) -> None:
+    def _send_answer(self, state: dict[str, object], peek: HeaderPeek | None) -> None:
         msgs = state.get("msgs") or []
         assert isinstance(msgs, list)
         header = state["header"]
@@ -449,9 +500,7 @@ def messages_of(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             row["born_host"] = base["client"]
             row.update(base)
             row["index_in_frame"] = i
-            out.add(row)
-
-    yield from _walk(batches, schemas.MESSAGES, on_frame)
+            self.out.add(row)
 
 
 def _commitlog_offset(offset_msg_id: str) -> int | None:

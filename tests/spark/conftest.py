@@ -64,6 +64,35 @@ def ingested(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Ingested:
     return Ingested(capture, pcap, damaged, out, result)
 
 
+def assert_tables_give_capture_stats(spark: Any, capture: Path, out: Path) -> None:
+    """``rmqtwin capture stats`` of ``capture`` (one process, no Spark) and the tables under ``out``
+    agree: frame count, and per request code the exchange count and latency p50/p99."""
+    from pyspark.sql import functions as sf
+
+    from rmqtwin.proxy.stats import CaptureStats, percentile
+
+    stats = CaptureStats.of(capture)
+    where = f"capture = '{capture.name}'"
+    rows = (
+        spark.read.parquet(str(out / "exchanges"))
+        .where(where)
+        .groupBy("request_code")
+        .agg(
+            sf.count("*").alias("n"),
+            sf.expr("percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ns)").alias("p50"),
+            sf.expr("percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_ns)").alias("p99"),
+        )
+        .collect()
+    )
+    got = {r["request_code"]: (r["n"], r["p50"], r["p99"]) for r in rows}
+    want = {}
+    for code, row in stats.by_code.items():
+        lat = sorted(row.latencies)
+        want[code] = (row.count, percentile(lat, 50) if lat else None, percentile(lat, 99) if lat else None)
+    assert got == want
+    assert spark.read.parquet(str(out / "frames")).where(where).count() == stats.frames
+
+
 @pytest.fixture(scope="session")
 def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[int], Any]]:
     """``standalone_cluster(2)``: a real standalone master and 2 workers (1 core, 1 GiB each) on

@@ -8,28 +8,13 @@ from typing import Any
 
 import pytest
 
-from rmqtwin.proxy.stats import CaptureStats, percentile
-from tests.spark.conftest import Ingested
+from tests.spark.conftest import Ingested, assert_tables_give_capture_stats
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
 
 
 def test_exchanges_give_capture_stats_counts_and_percentiles(spark: Any, ingested: Ingested) -> None:
-    stats = CaptureStats.of(ingested.capture)
-    ex = spark.read.parquet(str(ingested.out / "exchanges")).where("capture = 'c.rmqcap'")
-    ex.createOrReplaceTempView("ex")
-    rows = spark.sql(
-        "SELECT request_code, count(*) AS n, percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ns) AS p50, "
-        "percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_ns) AS p99 FROM ex GROUP BY request_code"
-    ).collect()
-    got = {r["request_code"]: (r["n"], r["p50"], r["p99"]) for r in rows}
-    want = {}
-    for code, row in stats.by_code.items():
-        lat = sorted(row.latencies)
-        want[code] = (row.count, percentile(lat, 50) if lat else None, percentile(lat, 99) if lat else None)
-    assert got == want
-    frames = spark.read.parquet(str(ingested.out / "frames")).where("capture = 'c.rmqcap'").count()
-    assert frames == stats.frames
+    assert_tables_give_capture_stats(spark, ingested.capture, ingested.out)
 
 
 def test_pcap_path_gives_the_same_exchanges(spark: Any, ingested: Ingested) -> None:

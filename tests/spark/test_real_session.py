@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from rmqtwin.conformance.session import EXPECTED, JavaSession
-from rmqtwin.proxy.stats import CaptureStats, percentile
+from tests.spark.conftest import assert_tables_give_capture_stats
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1500)]
 
@@ -131,19 +131,4 @@ def test_store_gives_the_messages_the_consumers_received(
 def test_capture_stats_give_the_tables_counts_and_percentiles(
     real_rocketmq: Any, spark: Any, tables: Tables
 ) -> None:
-    stats = CaptureStats.of(tables.session.capture)
-    ex = spark.read.parquet(str(tables.out / "exchanges")).where("capture = 'session.rmqcap'")
-    ex.createOrReplaceTempView("real_ex")
-    rows = spark.sql(
-        "SELECT request_code, count(*) AS n, "
-        "percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ns) AS p50, "
-        "percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_ns) AS p99 FROM real_ex GROUP BY request_code"
-    ).collect()
-    got = {r["request_code"]: (r["n"], r["p50"], r["p99"]) for r in rows}
-    want = {}
-    for code, row in stats.by_code.items():
-        lat = sorted(row.latencies)
-        want[code] = (row.count, percentile(lat, 50) if lat else None, percentile(lat, 99) if lat else None)
-    assert got == want
-    frames = spark.read.parquet(str(tables.out / "frames")).where("capture = 'session.rmqcap'").count()
-    assert frames == stats.frames
+    assert_tables_give_capture_stats(spark, tables.session.capture, tables.out)

@@ -14,16 +14,19 @@ pytest.importorskip("pyspark")
 from rmqtwin.proxy.capture import FLAG_RAW, REC_FRAME, read_records  # noqa: E402
 from rmqtwin.proxy.stats import CaptureStats, percentile  # noqa: E402
 from rmqtwin.proxy.synth import synthesize  # noqa: E402
+from rmqtwin.spark import schemas  # noqa: E402
 from rmqtwin.spark.sources import plan_capture, read_segment_part  # noqa: E402
-from rmqtwin.spark.tables import exchanges_of, frames_of, messages_of  # noqa: E402
+from rmqtwin.spark.tables import exchanges_of, frames_of, messages_of, tables_of  # noqa: E402
 
 
-def _ordered(path: Path, split_bytes: int = 1 << 20) -> pa.Table:
+def _ordered(path: Path, split_bytes: int = 1 << 20, notes: bool = False) -> pa.Table:
+    """The records as the ingest hands them to the table builders (``notes``: with the skip notes)."""
     plan = plan_capture(str(path), split_bytes)
     table = pa.Table.from_batches([b for p in plan.parts for b in read_segment_part(p)])
-    keep = pa.compute.greater(table["type"], 0)
-    return table.filter(keep).sort_by(
-        [("conn_id", "ascending"), ("segment", "ascending"), ("pos", "ascending")]
+    if not notes:
+        table = table.filter(pa.compute.greater(table["type"], 0))
+    return table.sort_by(
+        [("conn_id", "ascending"), ("segment", "ascending"), ("pos", "ascending")], null_placement="at_start"
     )
 
 
@@ -79,6 +82,27 @@ def test_messages_sent_carry_the_brokers_offsets(capture: Path) -> None:
                 r["offset_msg_id"],
                 r["body"],
             )
+
+
+def test_one_pass_gives_every_table_and_the_skip_notes(tmp_path: Path) -> None:
+    """``tables_of`` (what the ingest runs) equals the builders run one by one, plus the readers' notes."""
+    path = tmp_path / "d.rmqcap"
+    synthesize(path, frames=1500, seed=8)
+    _damage(path, "truncated")
+    decoded = _run(lambda it: tables_of(it, raw=True), _ordered(path, 64 * 1024, notes=True))
+    assert decoded.schema == schemas.DECODED
+    got = {
+        name: decoded.filter(decoded[name].is_valid()).column(name).combine_chunks().to_pylist()
+        for name in decoded.schema.names
+    }
+    ordered = _ordered(path, 64 * 1024)
+    assert got["frames"] == _run(lambda it: frames_of(it, raw=True), ordered).to_pylist()
+    assert got["exchanges"] == _run(exchanges_of, ordered).to_pylist()
+    assert got["messages"] == _run(messages_of, ordered).to_pylist()
+    assert len(got["frames"]) == 1500 and got["exchanges"] and got["messages"]
+    assert [(r["input"], r["reason"], r["count"]) for r in got["skipped"]] == [
+        ("d.rmqcap", "truncated last record", 1)
+    ]
 
 
 def _damage(path: Path, how: str) -> None:
