@@ -17,8 +17,8 @@ test-all:
 setup:
 	bash scripts/setup.sh
 
-# Docker for the tests marked `docker`, built from nothing where missing (engine, compose plugin, base and
-# project images: minutes, once); make test then only rebuilds the project's images when they change.
+# Docker for the tests marked `docker`, ahead of time: what make test's set-up does first, built from
+# nothing where missing (engine, compose plugin, base and project images: minutes, once per machine).
 docker:
 	RMQTWIN_DOCKER=1 bash scripts/setup.sh
 

@@ -11,7 +11,7 @@ import contextlib
 import os
 import socket
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.interfaces import IListeningPort
@@ -20,11 +20,15 @@ from twisted.logger import Logger
 
 from rmqtwin.fakes.config import BrokerConfig
 from rmqtwin.fakes.faults import install_faults
-from rmqtwin.fakes.metrics import TwinMetrics
 from rmqtwin.fakes.server import RemotingProtocol, RemotingServerFactory
 from rmqtwin.fakes.tls import HandshakeSniffingFactory, TlsMode, TlsSettings
 from rmqtwin.listen import LISTEN_BACKLOG, listen_vip_pair
 from rmqtwin.proxy.faults import FaultEngine
+
+if TYPE_CHECKING:
+    # Imported by the command line only with --metrics-port: prometheus_client and twisted.web are a
+    # good part of the twin's start-up otherwise.
+    from rmqtwin.fakes.metrics import TwinMetrics
 
 log = Logger()
 

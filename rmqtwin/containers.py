@@ -55,7 +55,10 @@ def docker_problem(images: tuple[str, ...] = (RMQTWIN_IMAGE, ROCKETMQ_IMAGE)) ->
         client = docker.from_env(timeout=3)
         client.ping()
     except Exception as exc:
-        return f"no reachable Docker engine ({type(exc).__name__}: {exc}); run bash scripts/setup.sh as root"
+        return (
+            f"no reachable Docker engine ({type(exc).__name__}: {exc}); "
+            "make test or make docker, run as root, starts one"
+        )
     compose = subprocess.run(["docker", "compose", "version"], capture_output=True, check=False)
     if compose.returncode != 0:
         return "the Docker engine answers but the 'docker compose' plugin is missing (40-docker.sh builds it)"

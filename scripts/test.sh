@@ -3,8 +3,8 @@
 # The default run (CI: .ci/run -> make test) includes the real-Java-client evidence of every area against
 # real Apache RocketMQ 4.9.7 and 5.5.0 on one shared cluster per line: the fakes-vs-real conformance
 # scenarios, the twin broker behind a real name server, the proxy in front of a real cluster (broker kill
-# included) and the store interop both ways, and where the docker set-up could run (make docker once;
-# otherwise they skip saying so) docker-compose.yml brought up with the Java client and the testcontainers
+# included) and the store interop both ways, and where the docker set-up can run (it builds what is
+# missing, from nothing on a new machine; otherwise they skip saying why) docker-compose.yml brought up with the Java client and the testcontainers
 # modules. Only the exhaustive variants (marker `slow`: the launcher's
 # own restart/two-broker checks, the 20-round crash test) are left out; RMQTWIN_TEST_ALL=1
 # (`make test-all`) runs them too.

@@ -8,14 +8,15 @@
 #      rmqtwin-rocketmq:5.5.0 (docker/*.Dockerfile), each rebuilt only when the hash of what goes into
 #      it changes (a label on the image), so a second run takes seconds.
 # It never fails the set-up: whatever cannot be done is written to $CACHE/docker/status, and the docker
-# tests skip with that reason (tests/conftest.py). RMQTWIN_SKIP_DOCKER=1 skips it all.
+# tests skip with that reason (tests/docker/conftest.py). RMQTWIN_SKIP_DOCKER=1 skips it all.
 #
-# What runs when: the first build from nothing (packages, the compose plugin's Go build, the debootstrap
-# base image) costs minutes, 4-22 on these machines depending on load (benchmarks/bench_docker_setup.py),
-# too much to add to every `make test`. So it runs for `make docker`, `make test-all` or
-# RMQTWIN_DOCKER=1; plain `make test` (RMQTWIN_DOCKER_TESTS=1) does only the cheap part: it starts the
-# engine and rebuilds the project's images from the cached base when their inputs changed (seconds to
-# a minute), and makes the docker tests skip with the command to run when the plugin or the base is missing.
+# When: wherever the docker tests are about to run (scripts/test.sh sets RMQTWIN_DOCKER_TESTS=1: `make
+# test`, `make test-all`) or asked for (`make docker`, RMQTWIN_DOCKER=1). The first run on a machine
+# builds whatever is missing from nothing (packages, the compose plugin's Go build, the debootstrap base
+# image, the images: about 6 min on an idle 2-core machine, half an hour under heavy load;
+# benchmarks/bench_docker_setup.py); afterwards it starts the engine and rebuilds the project's images
+# from the cached base when their inputs changed (seconds to a minute). `make docker` does that first run
+# ahead of time. scripts/setup.sh on its own (a fresh .venv, a pull) leaves docker as it is.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -42,28 +43,21 @@ is_root() { [ "$(id -u)" = 0 ]; }
 engine_up() { docker info >/dev/null 2>&1; }
 
 [ "${RMQTWIN_SKIP_DOCKER:-0}" = 1 ] && give_up "RMQTWIN_SKIP_DOCKER=1 was set for the set-up"
-FULL=0 # 1: build from nothing whatever is missing
-{ [ "${RMQTWIN_TEST_ALL:-0}" = 1 ] || [ "${RMQTWIN_DOCKER:-0}" = 1 ]; } && FULL=1
-FIRST_BUILD="run 'make docker' once (RMQTWIN_DOCKER=1 bash scripts/setup.sh; minutes: it builds from nothing)"
-# scripts/setup.sh on its own (a fresh .venv, a pull) leaves docker as it is: the images are checked where
-# the docker tests are about to run (scripts/test.sh sets RMQTWIN_DOCKER_TESTS=1) or asked for.
-if [ $FULL = 0 ] && [ "${RMQTWIN_DOCKER_TESTS:-0}" != 1 ]; then
+if [ "${RMQTWIN_DOCKER_TESTS:-0}" != 1 ] && [ "${RMQTWIN_DOCKER:-0}" != 1 ] && [ "${RMQTWIN_TEST_ALL:-0}" != 1 ]; then
   log "left as it is (make test and make docker set it up)"
   exit 0
 fi
 
 # 1. Packages.
-if [ $FULL = 1 ] && { ! command -v dockerd >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1; }; then
+if ! command -v dockerd >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1; then
   if is_root && command -v apt-get >/dev/null 2>&1 && [ "${RMQTWIN_SKIP_APT:-0}" != 1 ]; then
     log "installing docker.io and debootstrap from Debian's packages"
     (export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq docker.io debootstrap >/dev/null) \
       || log "apt-get install docker.io debootstrap failed"
   fi
 fi
-command -v docker >/dev/null 2>&1 || {
-  [ $FULL = 1 ] || give_up "no docker client (Debian package docker.io): $FIRST_BUILD"
-  give_up "no docker client (Debian package docker.io not installed, and set-up is not root)"
-}
+command -v docker >/dev/null 2>&1 \
+  || give_up "no docker client (Debian package docker.io not installed$(is_root || echo ', and set-up is not root'))"
 
 # 2. Engine.
 if ! engine_up; then
@@ -85,8 +79,7 @@ fi
 
 # 3. Compose v2 plugin.
 if ! docker compose version >/dev/null 2>&1; then
-  [ $FULL = 1 ] || give_up "the docker compose plugin is not built: $FIRST_BUILD"
-  command -v go >/dev/null 2>&1 || give_up "the docker compose plugin is missing and there is no Go toolchain to build it"
+  command -v go >/dev/null 2>&1 || give_up "the docker compose plugin is missing and there is no Go toolchain (go 1.22 or later on PATH) to build it"
   log "building the compose plugin $COMPOSE_VERSION with go install (about 1.5 min)"
   GOBIN=$DIR/gobin go install "github.com/docker/compose/v2/cmd@$COMPOSE_VERSION" >"$DIR/compose-build.log" 2>&1 \
     || give_up "go install github.com/docker/compose/v2/cmd@$COMPOSE_VERSION failed (see $DIR/compose-build.log)"
@@ -101,7 +94,6 @@ label() { docker image inspect --format '{{ index .Config.Labels "org.rmqtwin.ha
 hash_files() { sort | xargs -d '\n' sha256sum | sha256sum | cut -c1-16; }
 
 if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
-  [ $FULL = 1 ] || give_up "the base image $BASE_IMAGE is not built: $FIRST_BUILD"
   is_root || give_up "image $BASE_IMAGE missing and debootstrap needs root"
   command -v debootstrap >/dev/null 2>&1 || give_up "image $BASE_IMAGE missing and debootstrap is not installed"
   log "building $BASE_IMAGE with debootstrap --variant=minbase bookworm (about 40 s)"
