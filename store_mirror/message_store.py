@@ -27,7 +27,7 @@ from rmqtwin.store_mirror.commitlog import (
     PutMessageResult,
     PutMessageStatus,
 )
-from rmqtwin.store_mirror.consume_queue import ConsumeQueue
+from rmqtwin.store_mirror.consume_queue import ConsumeQueue, PathOutsideStoreError
 from rmqtwin.store_mirror.index import IndexFile, IndexService
 from rmqtwin.store_mirror.layouts import CQ_ENTRY, CQ_STORE_UNIT_SIZE
 from rmqtwin.store_mirror.record import (
@@ -521,7 +521,9 @@ class DefaultMessageStore:
     ) -> GetMessageResult:
         cfg = self.config
         max_offset_py = self.commit_log.get_max_offset()
-        cq = self.find_consume_queue(topic, queue_id)
+        cq = self._queue_to_read(topic, queue_id)
+        if cq is None:
+            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
         min_offset = cq.get_min_offset_in_queue()
         max_offset = cq.get_max_offset_in_queue()
         if max_offset == 0:
@@ -594,33 +596,47 @@ class DefaultMessageStore:
         result.suggest_pulling_from_slave = max_offset_py - max_phy_pulling > memory
         return result
 
+    def _queue_to_read(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        """``findConsumeQueue`` for a query: Java makes an empty queue object for any name, touching no
+        file; a name that could not be a directory of this store (``""``, ``../x``) is such an empty
+        queue here too (None), instead of the store's refusal."""
+        try:
+            return self.find_consume_queue(topic, queue_id)
+        except PathOutsideStoreError:
+            return None
+
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        return self.find_consume_queue(topic, queue_id).get_max_offset_in_queue()
+        cq = self._queue_to_read(topic, queue_id)
+        return cq.get_max_offset_in_queue() if cq is not None else 0
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        return self.find_consume_queue(topic, queue_id).get_min_offset_in_queue()
+        cq = self._queue_to_read(topic, queue_id)
+        return cq.get_min_offset_in_queue() if cq is not None else 0
 
     def get_commitlog_offset_in_queue(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
-        entry = self.find_consume_queue(topic, queue_id).get_entry(consume_queue_offset)
+        cq = self._queue_to_read(topic, queue_id)
+        entry = cq.get_entry(consume_queue_offset) if cq is not None else None
         return entry[0] if entry is not None else 0
 
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
-        return self.find_consume_queue(topic, queue_id).get_offset_in_queue_by_time(
-            timestamp, self._pickup_store_timestamp
-        )
+        cq = self._queue_to_read(topic, queue_id)
+        if cq is None:
+            return 0
+        return cq.get_offset_in_queue_by_time(timestamp, self._pickup_store_timestamp)
 
     def _pickup_store_timestamp(self, offset: int, size: int) -> int:
         return self.commit_log.pickup_store_timestamp(offset, size)
 
     def get_message_store_timestamp(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
-        entry = self.find_consume_queue(topic, queue_id).get_entry(consume_queue_offset)
+        cq = self._queue_to_read(topic, queue_id)
+        entry = cq.get_entry(consume_queue_offset) if cq is not None else None
         if entry is None:
             return -1
         return self.commit_log.pickup_store_timestamp(entry[0], entry[1])
 
     def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
-        cq = self.find_consume_queue(topic, queue_id)
-        return self.get_message_store_timestamp(topic, queue_id, cq.get_min_offset_in_queue())
+        first = self.get_min_offset_in_queue(topic, queue_id)
+        return self.get_message_store_timestamp(topic, queue_id, first)
 
     def get_earliest_message_time_all(self) -> int:
         """Store time of the oldest commitlog record (Java's ``getEarliestMessageTime()``), -1 if none."""

@@ -25,6 +25,6 @@ def test_the_broker_corpus_replays_without_a_finding(tmp_path: Path) -> None:
     assert replay(inputs, str(tmp_path)) == len(inputs)
 
 
-@pytest.mark.parametrize("name", ["update-broker-config-not-utf8"])
+@pytest.mark.parametrize("name", sorted(p.name for p in (CORPUS / "found").iterdir()))
 def test_each_input_that_found_a_bug(name: str, tmp_path: Path) -> None:
     assert replay([str(CORPUS / "found" / name)], str(tmp_path)) == 1
