@@ -15,9 +15,11 @@ queue is pulled from offset 0: an acknowledged body that is missing is *lost*, o
   ``flushIntervalCommitLog`` (500 ms) and fsyncs once 4 pages (``flushCommitLogLeastPages``) are
   dirty, or everything every ``flushCommitLogThoroughInterval`` (10 s), as Java's FlushRealTimeService.
   A process kill cannot lose those bytes (the kernel holds the pages), but an OS crash at that moment
-  would lose every acknowledged message on a page still dirty: that *at-risk* window is measured
-  exactly (needs root for ``/proc/kpageflags``; skipped, and said so, without it), and anything lost
-  must lie inside it.
+  could lose the acknowledged messages on pages still dirty: that *at-risk* count is read from the
+  kernel (needs root for ``/proc/kpageflags``; skipped, and said so, without it), and anything lost
+  must lie inside it. It is an upper bound: a page fsynced and then written again (the next,
+  unacknowledged sends) is dirty too, though the bytes acknowledged on it are on disk; under
+  SYNC_FLUSH that is all it can count.
 
     python -m rmqtwin.conformance.kill9 [--trials 20] [--flush SYNC_FLUSH|ASYNC_FLUSH] [--seed 9]
 """
@@ -75,7 +77,8 @@ class TrialResult:
     lost: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
     at_risk: list[str] | None = None
-    """Acknowledged bodies on commitlog pages still dirty at the kill (None: not measurable)."""
+    """Acknowledged bodies on commitlog pages still dirty at the kill, an upper bound of what an OS
+    crash then could lose (None: not measurable)."""
     at_risk_window_ms: float | None = None
     """From the oldest at-risk acknowledgement to the kill."""
     kinds: Counter[str] = field(default_factory=Counter)
@@ -340,7 +343,7 @@ def _line(r: TrialResult) -> str:
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(r.kinds.items()))
     return (
         f"{r.flush} trial {r.trial + 1:2d}: killed after {r.killed_after_s:.2f} s, {r.acked}/{r.sent} acked "
-        f"({kinds}), lost {len(r.lost)}, duplicates {len(r.duplicates)}, at risk of an OS crash {risk}, "
+        f"({kinds}), lost {len(r.lost)}, duplicates {len(r.duplicates)}, on dirty pages {risk}, "
         f"restart {r.restart_s:.2f} s"
     )
 
@@ -351,7 +354,8 @@ def summary(results: list[TrialResult]) -> str:
     dups = sum(len(r.duplicates) for r in results)
     measured = [r for r in results if r.at_risk is not None]
     risk = (
-        f"at risk of an OS crash at the kill: {sum(len(r.at_risk or ()) for r in measured)} acknowledged "
+        f"on pages still dirty at the kill (what an OS crash could lose, at most): "
+        f"{sum(len(r.at_risk or ()) for r in measured)} acknowledged "
         f"(max {max(len(r.at_risk or ()) for r in measured)} in a trial, oldest "
         f"{max(r.at_risk_window_ms or 0 for r in measured):.0f} ms before the kill)"
         if measured
