@@ -24,6 +24,8 @@ def queue_dir_inside(store_path: str, topic: str, queue_id: int) -> str:
     ``store_path`` at depth two: whatever the broker let through, the store writes only under its
     root (names such as ``..``, ``a/b`` or absolute paths never reach the file system)."""
     root = os.path.realpath(store_path)
+    if "\0" in topic:  # no file name holds one (realpath raises ValueError)
+        raise PathOutsideStoreError(f"consume queue {topic!r}/{queue_id} is no path")
     path = os.path.realpath(os.path.join(root, topic, str(queue_id)))
     if os.path.dirname(os.path.dirname(path)) != root or topic in ("", ".", ".."):
         raise PathOutsideStoreError(f"consume queue {topic!r}/{queue_id} resolves outside {root}")

@@ -64,7 +64,14 @@ def test_sigint_also_shuts_down_cleanly(tmp_path: object) -> None:
     store = os.path.join(str(tmp_path), "s")
     argv = [sys.executable, "-m", "rmqtwin", "serve", "--host", "127.0.0.1", "--namesrv-port", "0"]
     argv += ["--broker-port", "0", "--store", store]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    # SIGINT's default action restored in the child: a test run started in the background by a
+    # non-interactive shell ignores SIGINT, the twin would inherit that, and Twisted then installs no
+    # handler for it (the twin ran on, and this test waited in vain).
+    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)  # caught here: default in the child
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, ignored)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("rmqtwin ready: namesrv=127.0.0.1:")
