@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +106,59 @@ def test_an_ingested_parquet_directory_plans_as_its_capture(
     assert (parquet.recorded_bases, parquet.client_ids) == (direct.recorded_bases, direct.client_ids)
     with pytest.raises(CaptureFormatError, match="ingest the capture with --raw"):
         load_plan(tmp_path / "plain")
+
+
+def _replay_rows(out: Path) -> tuple[dict[tuple[int, int, int], tuple[str, str, str]], int]:
+    """Each request's (verdict, detail, normalisers) by (connection, copy, seq); how many part files
+    (tasks) wrote them."""
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(out / "requests").to_pylist()
+    verdicts = {
+        (r["conn_id"], r["copy"], r["seq"]): (r["verdict"], r["detail"], r["normalisers"]) for r in rows
+    }
+    return verdicts, len(list((out / "requests").glob("part-*.parquet")))
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(900)
+def test_a_standalone_cluster_of_two_workers_replays_with_the_verdicts_of_local(
+    recorded: Path,
+    rocketmq_factory: RocketMQFactory,
+    standalone_cluster: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--scale 2 --scale-topics suffixed``: two copies linked by no topic, so two tasks, one per
+    worker (each has one core and both run at once from the broadcast start)."""
+    cluster = standalone_cluster(2)
+    before = len(cluster.completed_apps())
+    outcomes: dict[str, tuple[dict[tuple[int, int, int], tuple[str, str, str]], int]] = {}
+    for where in ("local", "standalone"):
+        target = rocketmq_factory()
+        traffic.create_topic(target, prefill=2)
+        traffic.create_topic(target, prefill=0, topic=f"{traffic.TOPIC}-1")
+        out = tmp_path / where
+        argv = ["spark", "replay", str(recorded), "--target", target.namesrv_addr, "--speed", "4"]
+        argv += ["--scale", "2", "--scale-topics", "suffixed", "--out", str(out)]
+        if where == "local":
+            assert main(argv) == 0, capsys.readouterr()
+        else:
+            cli = [sys.executable, "-m", "rmqtwin", *argv, "--master", cluster.master_url]
+            proc = subprocess.run(cli, capture_output=True, text=True, timeout=600, check=False)
+            assert proc.returncode == 0, proc.stderr[-4000:]
+            assert "REPLAY SAME: all 24 requests answered as recorded" in proc.stdout
+        outcomes[where] = _replay_rows(out)
+        summary = json.loads((out / "summary.json").read_text())
+        queues = sorted((q["copy"], q["same_bodies_in_order"]) for q in summary["queues"])
+        assert queues == [(0, True), (1, True)]
+        assert traffic.max_offset(target) == 7
+        assert traffic.max_offset(target, topic=f"{traffic.TOPIC}-1") == 5
+    deadline = time.monotonic() + 30  # the master learns a moment after the driver exits
+    while len(apps := cluster.completed_apps()) <= before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(apps) == before + 1 and "rmqtwin replay" in apps  # it ran on the cluster, not local[*]
+    local, remote = outcomes["local"], outcomes["standalone"]
+    assert remote == local
+    assert len(local[0]) == 24 and {v[0] for v in local[0].values()} == {"same"}
+    assert local[1] == remote[1] == 2
