@@ -3,7 +3,8 @@
 # all from Debian's packages, the Go module proxy, PyPI and Maven Central (Docker Hub is not needed).
 #   1. docker.io + debootstrap from Debian when missing (as root);
 #   2. dockerd started when no engine answers and we can (root, binary present);
-#   3. the compose plugin built with `go install` into ~/.docker/cli-plugins;
+#   3. the compose plugin built with `go install` into ~/.docker/cli-plugins (by the Go toolchain from
+#      the Go module proxy when no Go of 1.22 or later is on PATH);
 #   4. rmqtwin-base:bookworm (debootstrap --variant=minbase | docker import), then rmqtwin:local and
 #      rmqtwin-rocketmq:5.5.0 (docker/*.Dockerfile), each rebuilt only when the hash of what goes into
 #      it changes (a label on the image), so a second run takes seconds.
@@ -29,6 +30,7 @@ RMQTWIN_IMAGE=${RMQTWIN_IMAGE:-rmqtwin:local}
 ROCKETMQ_VERSION=5.5.0
 ROCKETMQ_IMAGE=${ROCKETMQ_LOCAL_IMAGE:-rmqtwin-rocketmq:$ROCKETMQ_VERSION}
 COMPOSE_VERSION=v2.32.4
+GO_TOOLCHAIN=go1.23.4
 export DOCKER_BUILDKIT=0 # the classic builder: Debian's engine has no buildx
 mkdir -p "$DIR"
 
@@ -77,11 +79,40 @@ if ! engine_up; then
   engine_up || give_up "no Docker engine answers ($(docker info 2>&1 | grep -m1 -i error || echo 'docker info failed'))$(is_root || echo '; set-up is not root, so it cannot start dockerd')"
 fi
 
-# 3. Compose v2 plugin.
+# 3. Compose v2 plugin, built by a Go of at least 1.22: the one on PATH, or else the toolchain the Go
+# module proxy serves (golang.org/toolchain, what GOTOOLCHAIN downloads; Debian's golang-go is 1.19).
+go_recent() {
+  local version
+  version=$("$1" env GOVERSION 2>/dev/null) || return 1
+  version=${version#go}
+  local major=${version%%.*} rest=${version#*.}
+  local minor=${rest%%.*}
+  [ "$major" -gt 1 ] 2>/dev/null || [ "${minor%%[!0-9]*}" -ge 22 ] 2>/dev/null
+}
+go_toolchain() {
+  if command -v go >/dev/null 2>&1 && go_recent go; then
+    command -v go
+    return
+  fi
+  local arch
+  case $(uname -m) in x86_64) arch=amd64 ;; aarch64) arch=arm64 ;; *) return 1 ;; esac
+  local name=v0.0.1-$GO_TOOLCHAIN.linux-$arch
+  if [ ! -x "$DIR/$GO_TOOLCHAIN/bin/go" ]; then
+    command -v unzip >/dev/null 2>&1 || return 1
+    log "fetching the Go toolchain $GO_TOOLCHAIN from the Go module proxy (about 75 MB)"
+    local tmp
+    tmp=$(mktemp -d "$DIR/go.XXXXXX")
+    curl -fsSL -o "$tmp/go.zip" "${RMQTWIN_GOPROXY:-https://proxy.golang.org}/golang.org/toolchain/@v/$name.zip" \
+      && unzip -q "$tmp/go.zip" -d "$tmp" \
+      && rm -rf "${DIR:?}/$GO_TOOLCHAIN" && mv "$tmp/golang.org/toolchain@$name" "$DIR/$GO_TOOLCHAIN"
+    rm -rf "$tmp"
+  fi
+  [ -x "$DIR/$GO_TOOLCHAIN/bin/go" ] && go_recent "$DIR/$GO_TOOLCHAIN/bin/go" && echo "$DIR/$GO_TOOLCHAIN/bin/go"
+}
 if ! docker compose version >/dev/null 2>&1; then
-  command -v go >/dev/null 2>&1 || give_up "the docker compose plugin is missing and there is no Go toolchain (go 1.22 or later on PATH) to build it"
-  log "building the compose plugin $COMPOSE_VERSION with go install (about 1.5 min)"
-  GOBIN=$DIR/gobin go install "github.com/docker/compose/v2/cmd@$COMPOSE_VERSION" >"$DIR/compose-build.log" 2>&1 \
+  GO=$(go_toolchain) || give_up "the docker compose plugin is missing, no Go of 1.22 or later is on PATH, and the Go toolchain $GO_TOOLCHAIN could not be fetched from the Go module proxy (curl and unzip needed)"
+  log "building the compose plugin $COMPOSE_VERSION with $GO install (about 1.5 min)"
+  GOTOOLCHAIN=local GOBIN=$DIR/gobin "$GO" install "github.com/docker/compose/v2/cmd@$COMPOSE_VERSION" >"$DIR/compose-build.log" 2>&1 \
     || give_up "go install github.com/docker/compose/v2/cmd@$COMPOSE_VERSION failed (see $DIR/compose-build.log)"
   mkdir -p "$HOME/.docker/cli-plugins"
   install -m 0755 "$DIR/gobin/cmd" "$HOME/.docker/cli-plugins/docker-compose"
