@@ -121,6 +121,7 @@ def _replay_rows(out: Path) -> tuple[dict[tuple[int, int, int], tuple[str, str, 
 
 
 @pytest.mark.spark
+@pytest.mark.slow  # make test-all: a second standalone cluster; make test ran 30 min 41 s with it in
 @pytest.mark.timeout(900)
 def test_a_standalone_cluster_of_two_workers_replays_with_the_verdicts_of_local(
     recorded: Path,
