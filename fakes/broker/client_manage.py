@@ -29,13 +29,34 @@ from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC
 from rmqtwin.fakes.dispatch import Channel, decode_header, request_command, response
 
 if TYPE_CHECKING:
+    from twisted.internet.interfaces import IReactorTime
+
     from rmqtwin.codec.command import RemotingCommand
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.broker.clients import ConsumerManager, ProducerManager, RebalanceLockManager
+    from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
+    from rmqtwin.fakes.broker.topics import TopicTable
+    from rmqtwin.fakes.config import BrokerConfig
 
 
 class ClientManageProcessor:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        clock: IReactorTime,
+        topics: TopicTable,
+        groups: SubscriptionGroupTable,
+        consumers: ConsumerManager,
+        producers: ProducerManager,
+        locks: RebalanceLockManager,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.topics = topics
+        self.groups = groups
+        self.consumers = consumers
+        self.producers = producers
+        self.locks = locks
 
     def _channel_info(self, channel: Channel, request: RemotingCommand, client_id: str) -> ClientChannelInfo:
         return ClientChannelInfo(
@@ -43,68 +64,66 @@ class ClientManageProcessor:
             client_id=client_id,
             language=language_name(request.language),
             version=request.version,
-            last_update=self.broker.clock.seconds(),
+            last_update=self.clock.seconds(),
         )
 
     def heart_beat(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        broker = self.broker
         if not request.body:
             # Both lines decode a null body into a null HeartbeatData and fail on it.
             return response(ResponseCode.SYSTEM_ERROR, "java.lang.NullPointerException")
         try:
             data = fastjson.loads(request.body)
         except FastjsonError as exc:
-            library = "fastjson2" if broker.config.five else "fastjson"
+            library = "fastjson2" if self.config.five else "fastjson"
             return response(ResponseCode.SYSTEM_ERROR, f"com.alibaba.{library}.JSONException: {exc}")
         info = self._channel_info(channel, request, str(data.get("clientID", "")))
         for consumer in data.get("consumerDataSet") or []:
             group = consumer["groupName"]
-            group_config = broker.groups.find(group)
+            group_config = self.groups.find(group)
             notify = True
             if group_config is not None:
                 notify = group_config.notify_consumer_ids_changed_enable
                 sys_flag = 2 if consumer.get("unitMode") else 0
-                broker.topics.create_in_send_back_method(
+                self.topics.create_in_send_back_method(
                     RETRY_GROUP_TOPIC_PREFIX + group,
                     group_config.retry_queue_nums,
                     PERM_WRITE | PERM_READ,
                     sys_flag,
                 )
-            broker.consumers.register(
+            self.consumers.register(
                 group,
                 info,
                 consume_type=consumer.get("consumeType", "CONSUME_PASSIVELY"),
                 model=consumer.get("messageModel", "CLUSTERING"),
                 from_where=consumer.get("consumeFromWhere", "CONSUME_FROM_LAST_OFFSET"),
                 subscriptions=list(consumer.get("subscriptionDataSet") or []),
-                notify_enabled=notify and broker.config.notify_consumer_ids_changed_enable,
+                notify_enabled=notify and self.config.notify_consumer_ids_changed_enable,
             )
         for producer in data.get("producerDataSet") or []:
-            broker.producers.register(producer["groupName"], info)
-        if not broker.config.five:
+            self.producers.register(producer["groupName"], info)
+        if not self.config.five:
             return response()
         # 5.x offers heartbeat v2 to every client of the v1 path, and reports the subscription changed
         return response(ext_fields=HeartbeatResponseHeader(is_support_heart_beat_v2=True, is_sub_change=True))
 
     def unregister_client(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        broker = self.broker
         header = decode_header(request, UnregisterClientRequestHeader)
         if header.producer_group:
-            broker.producers.unregister(header.producer_group, channel)
+            self.producers.unregister(header.producer_group, channel)
         consumer_group = header.consumer_group
         if consumer_group:
-            group_config = broker.groups.table.get(consumer_group)
+            group_config = self.groups.table.get(consumer_group)
             notify = group_config is None or group_config.notify_consumer_ids_changed_enable
-            broker.consumers.unregister(
+            self.consumers.unregister(
                 consumer_group,
                 channel,
-                notify_enabled=notify and broker.config.notify_consumer_ids_changed_enable,
+                notify_enabled=notify and self.config.notify_consumer_ids_changed_enable,
             )
         return response(ext_fields=EmptyHeader())
 
     def get_consumer_list_by_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         group = decode_header(request, GetConsumerListByGroupRequestHeader).consumer_group
-        group_info = self.broker.consumers.groups.get(group)
+        group_info = self.consumers.groups.get(group)
         if group_info is not None:
             ids = group_info.client_ids()
             if ids:
@@ -115,15 +134,15 @@ class ClientManageProcessor:
 
     def lock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         body = LockBatchRequestBody.decode(request.body or b"{}")
-        locked = self.broker.locks.try_lock_batch(
-            str(body.consumer_group), body.mq_set, str(body.client_id), self.broker.clock.seconds()
+        locked = self.locks.try_lock_batch(
+            str(body.consumer_group), body.mq_set, str(body.client_id), self.clock.seconds()
         )
         answer = LockBatchResponseBody(lock_okmq_set=locked)
         return response(body=answer.encode())
 
     def unlock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         body = UnlockBatchRequestBody.decode(request.body or b"{}")
-        self.broker.locks.unlock_batch(str(body.consumer_group), body.mq_set, str(body.client_id))
+        self.locks.unlock_batch(str(body.consumer_group), body.mq_set, str(body.client_id))
         return response()
 
 

@@ -96,18 +96,26 @@ class BrokerController:
         self.timer = TimerMessageService(self)
         self.transactions = TransactionService(self)
         self.transaction_check = TransactionalMessageCheckService(self)
-        self.consumer_filter = ConsumerFilterProcessor(self)
+        self.consumer_filter = ConsumerFilterProcessor(config)
 
         self.send = SendProcessor(self)
         self.pull = PullProcessor(self)
         self.pop = PopProcessor(self)
-        self.offset_processor = OffsetProcessor(self)
-        self.client_manage = ClientManageProcessor(self)
+        self.offset_processor = OffsetProcessor(config, self.offsets, self.store)
+        self.client_manage = ClientManageProcessor(
+            config=config,
+            clock=clock,
+            topics=self.topics,
+            groups=self.groups,
+            consumers=self.consumers,
+            producers=self.producers,
+            locks=self.locks,
+        )
         self.admin = AdminProcessor(self)
-        self.query = QueryProcessor(self)
+        self.query = QueryProcessor(config, self.store)
         self.relay = ClientRelayProcessor(self)
         self.consume_admin = ConsumeAdminProcessor(self)
-        self.group_admin = GroupAdminProcessor(self)
+        self.group_admin = GroupAdminProcessor(config, self.groups, self.offsets, self.consumers)
         self.reply = ReplyProcessor(self)
         self.dispatcher = self._build_dispatcher()
         self.acl = self._enable_acl() if config.acl_enable else None

@@ -20,7 +20,7 @@ from rmqtwin.fakes.dispatch import Channel, response
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.config import BrokerConfig
 
 EXPRESSION_TYPE_TAG = "TAG"
 EXPRESSION_TYPE_SQL92 = "SQL92"
@@ -116,8 +116,8 @@ def message_filter_for(
 class ConsumerFilterProcessor:
     """CHECK_CLIENT_CONFIG (``ClientManageProcessor.checkClientConfig``)."""
 
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
 
     def check_client_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         body = fastjson.loads(request.body) if request.body else None
@@ -126,13 +126,13 @@ class ConsumerFilterProcessor:
             expression_type = subscription.get("expressionType")
             if is_tag_type(expression_type):
                 return response()
-            if not self.broker.config.enable_property_filter:
+            if not self.config.enable_property_filter:
                 return response(
                     ResponseCode.SYSTEM_ERROR,
                     f"The broker does not support consumer to filter message by {expression_type}",
                 )
             try:
-                compile_subscription(subscription, self.broker.config.five)
+                compile_subscription(subscription, self.config.five)
             except SelectorParseError as exc:
                 return response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
         return response()

@@ -37,7 +37,10 @@ from rmqtwin.store_mirror.config import TOPIC_GROUP_SEPARATOR
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.broker.clients import ConsumerManager
+    from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
+    from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable
+    from rmqtwin.fakes.config import BrokerConfig
 
 INDEX_PERM_READ = 2
 """``PermName.INDEX_PERM_READ``: the bit of a read-forbidden group in the forbidden table."""
@@ -59,11 +62,20 @@ _NULL_GROUP_NPE = (
 
 
 class GroupAdminProcessor:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        config: BrokerConfig,
+        groups: SubscriptionGroupTable,
+        offsets: ConsumerOffsetTable,
+        consumers: ConsumerManager,
+    ) -> None:
+        self.config = config
+        self.groups = groups
+        self.offsets = offsets
+        self.consumers = consumers
 
     def _not_supported(self, request: RemotingCommand) -> RemotingCommand | None:
-        if self.broker.config.five:
+        if self.config.five:
             return None
         return response(
             ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
@@ -86,7 +98,7 @@ class GroupAdminProcessor:
             if problem is not None:
                 return response(ResponseCode.INVALID_PARAMETER, problem)
         for config in configs:
-            self.broker.groups.put(config)
+            self.groups.put(config)
         return response()
 
     def query_topics_by_consumer(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -94,14 +106,13 @@ class GroupAdminProcessor:
         if refused is not None:
             return refused
         group = decode_header(request, QueryTopicsByConsumerRequestHeader, strict=False).group
-        broker = self.broker
         if group is None:
-            if any(key.count(TOPIC_GROUP_SEPARATOR) == 1 for key in broker.offsets.offset_table):
+            if any(key.count(TOPIC_GROUP_SEPARATOR) == 1 for key in self.offsets.offset_table):
                 return response(ResponseCode.SYSTEM_ERROR, _NULL_GROUP_NPE)
             topics = []
         else:
-            topics = sorted(broker.offsets.which_topic_by_consumer(group))
-        addr = f"{broker.config.broker_ip1}:{broker.config.listen_port}"
+            topics = sorted(self.offsets.which_topic_by_consumer(group))
+        addr = f"{self.config.broker_ip1}:{self.config.listen_port}"
         return response(body=TopicList(topic_list=topics, broker_addr=addr).encode())
 
     def query_subscription_by_consumer(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -110,7 +121,7 @@ class GroupAdminProcessor:
             return refused
         header = decode_header(request, QuerySubscriptionByConsumerRequestHeader, strict=False)
         group = require_key(header.group, "group")  # the consumer table lookup
-        found = self.broker.consumers.find_subscription(group, header.topic) if header.topic else None
+        found = self.consumers.find_subscription(group, header.topic) if header.topic else None
         body = QuerySubscriptionResponseBody(
             group=header.group,
             topic=header.topic,
@@ -124,7 +135,7 @@ class GroupAdminProcessor:
             return refused
         header = decode_header(request, UpdateGroupForbiddenRequestHeader, strict=False)
         group, topic = require_key(header.group, "group"), header.topic
-        groups = self.broker.groups
+        groups = self.groups
         if topic is None:
             # The group's topic map is looked up with the null key only when the group has one; a
             # group without one reads as readable (real 5.5.0 answers so), and the twin writes nothing.

@@ -27,7 +27,8 @@ from rmqtwin.store_mirror.config import TOPIC_GROUP_SEPARATOR, ConsumerOffsetMan
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.store_mirror.message_store import MessageStore
 
 
 class ConsumerOffsetTable(ConsumerOffsetManager):
@@ -74,23 +75,23 @@ class ConsumerOffsetTable(ConsumerOffsetManager):
 
 
 class OffsetProcessor:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
+    def __init__(self, config: BrokerConfig, offsets: ConsumerOffsetTable, store: MessageStore) -> None:
+        self.config = config
+        self.offsets = offsets
+        self.store = store
 
     def query_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, QueryConsumerOffsetRequestHeader)
         group, topic, queue_id = header.consumer_group, header.topic, header.queue_id
-        offset = self.broker.offsets.query_offset(group, topic, queue_id)
+        offset = self.offsets.query_offset(group, topic, queue_id)
         if offset >= 0:
             return response(ext_fields=QueryConsumerOffsetResponseHeader(offset=offset))
-        store = self.broker.store
+        store = self.store
         min_offset = store.get_min_offset_in_queue(topic, queue_id)
         # The first message is still in memory (always, for this broker): start from 0. 5.5.0 asks
         # whether offset 0 is in memory (checkInMemByConsumeOffset), false for an empty or unknown
         # queue; 4.9.7 asks whether it is on disk only, false there too.
-        if min_offset <= 0 and (
-            not self.broker.config.five or store.get_max_offset_in_queue(topic, queue_id) > 0
-        ):
+        if min_offset <= 0 and (not self.config.five or store.get_max_offset_in_queue(topic, queue_id) > 0):
             return response(ext_fields=QueryConsumerOffsetResponseHeader(offset=0))
         return response(
             ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
@@ -98,34 +99,30 @@ class OffsetProcessor:
 
     def update_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, UpdateConsumerOffsetRequestHeader)
-        offsets = self.broker.offsets
+        offsets = self.offsets
         topic, group = header.topic, header.consumer_group
         if offsets.reset_offsets and offsets.has_offset_reset(topic, group, header.queue_id):
             # 5.x: a server-side reset not yet pulled wins over the client's older offset.
             return response(remark="Offset has been previously reset", ext_fields=EmptyHeader())
-        self.broker.offsets.commit_offset(
-            header.consumer_group, header.topic, header.queue_id, header.commit_offset
-        )
+        self.offsets.commit_offset(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
         return response(ext_fields=EmptyHeader())
 
     def get_max_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, GetMaxOffsetRequestHeader)
-        offset = self.broker.store.get_max_offset_in_queue(header.topic, header.queue_id)
+        offset = self.store.get_max_offset_in_queue(header.topic, header.queue_id)
         return response(ext_fields=GetMaxOffsetResponseHeader(offset=offset))
 
     def get_min_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, GetMinOffsetRequestHeader)
-        offset = self.broker.store.get_min_offset_in_queue(header.topic, header.queue_id)
+        offset = self.store.get_min_offset_in_queue(header.topic, header.queue_id)
         return response(ext_fields=GetMinOffsetResponseHeader(offset=offset))
 
     def search_offset_by_timestamp(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, SearchOffsetRequestHeader)
-        offset = self.broker.store.get_offset_in_queue_by_time(
-            header.topic, header.queue_id, header.timestamp
-        )
+        offset = self.store.get_offset_in_queue_by_time(header.topic, header.queue_id, header.timestamp)
         return response(ext_fields=SearchOffsetResponseHeader(offset=offset))
 
     def get_earliest_msg_storetime(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, GetEarliestMsgStoretimeRequestHeader)
-        timestamp = self.broker.store.get_earliest_message_time(header.topic, header.queue_id)
+        timestamp = self.store.get_earliest_message_time(header.topic, header.queue_id)
         return response(ext_fields=GetEarliestMsgStoretimeResponseHeader(timestamp=timestamp))

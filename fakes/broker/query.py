@@ -14,19 +14,21 @@ from rmqtwin.fakes.dispatch import Channel, decode_header, response
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.store_mirror.message_store import MessageStore
 
 
 class QueryProcessor:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
+    def __init__(self, config: BrokerConfig, store: MessageStore) -> None:
+        self.config = config
+        self.store = store
 
     def query_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, QueryMessageRequestHeader)
         max_num = header.max_num
         if header.unique_key_query:
-            max_num = self.broker.config.default_query_max_num
-        result = self.broker.store.query_message(
+            max_num = self.config.default_query_max_num
+        result = self.store.query_message(
             header.topic, header.key, max_num, header.begin_timestamp, header.end_timestamp
         )
         answer_header = QueryMessageResponseHeader(
@@ -42,7 +44,7 @@ class QueryProcessor:
 
     def view_message_by_id(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         offset = decode_header(request, ViewMessageRequestHeader).offset
-        data = self.broker.store.select_one_message_by_offset(offset)
+        data = self.store.select_one_message_by_offset(offset)
         if data:
             return response(body=data)
         return response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
