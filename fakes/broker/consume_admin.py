@@ -7,6 +7,7 @@ CLEAN_EXPIRED_CONSUMEQUEUE, DELETE_EXPIRED_COMMITLOG.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec import fastjson
@@ -30,8 +31,16 @@ from rmqtwin.store_mirror.config import TOPIC_GROUP_SEPARATOR
 from rmqtwin.store_mirror.consume_queue import CQ_STORE_UNIT_SIZE
 
 if TYPE_CHECKING:
+    from rmqtwin.codec.bodies import DataVersion
     from rmqtwin.codec.command import RemotingCommand
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.broker.clients import ConsumerManager
+    from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
+    from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable
+    from rmqtwin.fakes.broker.schedule import ScheduleMessageService
+    from rmqtwin.fakes.broker.stats import BrokerStats
+    from rmqtwin.fakes.broker.topics import TopicTable
+    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.store_mirror.message_store import MessageStore
 
 LONG_MAX = 2**63 - 1
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -39,30 +48,52 @@ TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 
 
 class ConsumeAdminProcessor:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        config_data_version: DataVersion,
+        now_ms: Callable[[], int],
+        topics: TopicTable,
+        groups: SubscriptionGroupTable,
+        offsets: ConsumerOffsetTable,
+        consumers: ConsumerManager,
+        schedule: ScheduleMessageService,
+        stats: BrokerStats,
+        store: MessageStore,
+    ) -> None:
+        self.config = config
+        self.config_data_version = config_data_version
+        self.now_ms = now_ms
+        self.topics = topics
+        self.groups = groups
+        self.offsets = offsets
+        self.consumers = consumers
+        self.schedule = schedule
+        self.stats = stats
+        self.store = store
 
     def _mq(self, topic: str, queue_id: int) -> MessageQueue:
-        return MessageQueue(topic=topic, broker_name=self.broker.config.broker_name, queue_id=queue_id)
+        return MessageQueue(topic=topic, broker_name=self.config.broker_name, queue_id=queue_id)
 
     def _data_version(self) -> DataVersion | None:
         """5.x offset managers carry a DataVersion; 4.9's have none."""
-        if not self.broker.config.five:
+        if not self.config.five:
             return None
-        version = self.broker.config_data_version
+        version = self.config_data_version
         return DataVersion(counter=version.counter, timestamp=version.timestamp)
 
     # -- whole tables -------------------------------------------------------------------------------
     def get_all_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """The ``consumerOffset.json`` content (a slave copies it from its master)."""
         wrapper = ConsumerOffsetSerializeWrapper(
-            offset_table=self.broker.offsets.offset_table, data_version=self._data_version()
+            offset_table=self.offsets.offset_table, data_version=self._data_version()
         )
         return response(body=wrapper.encode())
 
     def get_all_delay_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """The ``delayOffset.json`` content."""
-        body: dict[str, Any] = {"offsetTable": self.broker.schedule.offset_table}
+        body: dict[str, Any] = {"offsetTable": self.schedule.offset_table}
         version = self._data_version()
         if version is not None:
             body["dataVersion"] = version
@@ -71,9 +102,9 @@ class ConsumeAdminProcessor:
     # -- progress ---------------------------------------------------------------------------------
     def query_consume_time_span(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, QueryConsumeTimeSpanRequestHeader, strict=False)
-        broker, store = self.broker, self.broker.store
+        store = self.store
         topic = require_key(header.topic, "topic")
-        config = broker.topics.get(topic)
+        config = self.topics.get(topic)
         if config is None:
             return response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
         spans = []
@@ -81,14 +112,14 @@ class ConsumeAdminProcessor:
         for queue_id in range(config.write_queue_nums):
             min_time = store.get_earliest_message_time(topic, queue_id)
             high = store.get_max_offset_in_queue(topic, queue_id)
-            consumer_offset = broker.offsets.query_offset(group, topic, queue_id)
+            consumer_offset = self.offsets.query_offset(group, topic, queue_id)
             if consumer_offset > 0:
                 consume_time = store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
             else:
                 consume_time = min_time
             delay = 0
             if consumer_offset < high:
-                delay = broker.now_ms() - store.get_message_store_timestamp(topic, queue_id, consumer_offset)
+                delay = self.now_ms() - store.get_message_store_timestamp(topic, queue_id, consumer_offset)
             spans.append(
                 QueueTimeSpan(
                     message_queue=self._mq(topic, queue_id),
@@ -105,7 +136,7 @@ class ConsumeAdminProcessor:
         group has not reached yet is answered Long.MAX_VALUE. Java removes the filtered groups' offsets
         from its live table while it looks (a bug); the twin only leaves them out."""
         header = decode_header(request, QueryCorrectionOffsetHeader, strict=False)
-        broker, offsets = self.broker, self.broker.offsets
+        offsets = self.offsets
         topic = header.topic
         filters = header.filter_groups or ""
         skipped = set(filters.split(",")) if filters.strip() else set()
@@ -115,7 +146,7 @@ class ConsumeAdminProcessor:
             if key_group in skipped or key_topic != require_key(topic, "topic"):
                 continue
             for queue_id, offset in queues.items():
-                if offset >= broker.store.get_min_offset_in_queue(key_topic, queue_id):
+                if offset >= self.store.get_min_offset_in_queue(key_topic, queue_id):
                     lowest[queue_id] = min(offset, lowest.get(queue_id, LONG_MAX))
         compare = offsets.query_offsets(header.compare_group or "", topic or "")
         for queue_id, offset in compare.items():
@@ -128,27 +159,27 @@ class ConsumeAdminProcessor:
         """``fetchAllConsumeStatsInBroker``: per subscription group, the ConsumeStats of each topic it
         committed offsets for (orderly topics only with ``isOrder``)."""
         header = decode_header(request, GetConsumeStatsInBrokerHeader, strict=False)
-        broker, store = self.broker, self.broker.store
+        store = self.store
         stats_list: list[dict[str, Any]] = []
         total_diff = 0
-        for group in list(broker.groups.table):
+        for group in list(self.groups.table):
             per_topic: list[dict[str, Any]] = []
-            for topic in sorted(broker.offsets.which_topic_by_consumer(group)):
-                config = broker.topics.get(topic)
+            for topic in sorted(self.offsets.which_topic_by_consumer(group)):
+                config = self.topics.get(topic)
                 if config is None or (header.is_order and not config.order):
                     continue
-                online = broker.consumers.groups.get(group)
+                online = self.consumers.groups.get(group)
                 if online is not None and online.subscriptions and topic not in online.subscriptions:
                     continue
                 table: dict[Any, Any] = {}
                 for queue_id in range(config.write_queue_nums):
                     broker_offset = max(0, store.get_max_offset_in_queue(topic, queue_id))
-                    consumer_offset = max(0, broker.offsets.query_offset(group, topic, queue_id))
+                    consumer_offset = max(0, self.offsets.query_offset(group, topic, queue_id))
                     last = 0
                     if consumer_offset - 1 >= 0:
                         last = max(0, store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1))
                     mq = fastjson.ObjectKey(
-                        {"brokerName": broker.config.broker_name, "queueId": queue_id, "topic": topic}
+                        {"brokerName": self.config.broker_name, "queueId": queue_id, "topic": topic}
                     )
                     table[mq] = {
                         "brokerOffset": broker_offset,
@@ -159,7 +190,7 @@ class ConsumeAdminProcessor:
                 per_topic.append({"consumeTps": 0.0, "offsetTable": table})
             stats_list.append({group: per_topic})
         body = {
-            "brokerAddr": f"{broker.config.broker_ip1}:{broker.config.listen_port}",
+            "brokerAddr": f"{self.config.broker_ip1}:{self.config.listen_port}",
             "consumeStatsList": stats_list,
             "totalDiff": total_diff,
         }
@@ -168,7 +199,7 @@ class ConsumeAdminProcessor:
     def view_broker_stats_data(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """``mqadmin statsAll``: TOPIC_PUT_NUMS of a topic, GROUP_GET_NUMS of ``topic@group``."""
         header = decode_header(request, ViewBrokerStatsDataRequestHeader, strict=False)
-        data = self.broker.stats.stats_data(str(header.stats_name), str(header.stats_key))
+        data = self.stats.stats_data(str(header.stats_name), str(header.stats_key))
         if data is None:
             return response(
                 ResponseCode.SYSTEM_ERROR,
@@ -181,7 +212,7 @@ class ConsumeAdminProcessor:
         with the group's subscription when one is named."""
         header = decode_header(request, QueryConsumeQueueRequestHeader, strict=False)
         topic = require_key(header.topic, "topic")
-        queue = self.broker.store.get_consume_queue(topic, header.queue_id)
+        queue = self.store.get_consume_queue(topic, header.queue_id)
         if queue is None:
             return response(ResponseCode.SYSTEM_ERROR, f"{header.queue_id}@{topic} is not exist!")
         body: dict[str, Any] = {
@@ -189,7 +220,7 @@ class ConsumeAdminProcessor:
             "minQueueIndex": queue.get_min_offset_in_queue(),
         }
         if header.consumer_group is not None:
-            subscription = self.broker.consumers.find_subscription(header.consumer_group, topic)
+            subscription = self.consumers.find_subscription(header.consumer_group, topic)
             if subscription is None:
                 body["filterData"] = f"{header.consumer_group}@{topic} is not online!"
             else:
@@ -212,20 +243,20 @@ class ConsumeAdminProcessor:
     # -- maintenance ------------------------------------------------------------------------------
     def clean_unused_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """``cleanUnusedTopic``: the consume queues of topics no longer in the topic table go."""
-        keep = set(self.broker.topics.table) | {SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC}
-        unused = [t for t in self.broker.store.get_topics() if t not in keep]
+        keep = set(self.topics.table) | {SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC}
+        unused = [t for t in self.store.get_topics() if t not in keep]
         if unused:
-            self.broker.store.delete_topics(unused)
+            self.store.delete_topics(unused)
         return response()
 
     def clean_expired_consume_queue(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """``cleanExpiredConsumerQueue``: consume queues wholly below the commitlog's first offset go."""
-        self.broker.store.clean_expired_consume_queues()
+        self.store.clean_expired_consume_queues()
         return response()
 
     def delete_expired_commitlog(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """``executeDeleteFilesManually``: commitlog files past ``fileReservedTime`` go now."""
-        self.broker.store.delete_expired_files()
+        self.store.delete_expired_files()
         return response()
 
 

@@ -113,8 +113,26 @@ class BrokerController:
         )
         self.admin = AdminProcessor(self)
         self.query = QueryProcessor(config, self.store)
-        self.relay = ClientRelayProcessor(self)
-        self.consume_admin = ConsumeAdminProcessor(self)
+        self.relay = ClientRelayProcessor(
+            config=config,
+            topics=self.topics,
+            groups=self.groups,
+            offsets=self.offsets,
+            consumers=self.consumers,
+            store=self.store,
+        )
+        self.consume_admin = ConsumeAdminProcessor(
+            config=config,
+            config_data_version=self.config_data_version,
+            now_ms=self.now_ms,
+            topics=self.topics,
+            groups=self.groups,
+            offsets=self.offsets,
+            consumers=self.consumers,
+            schedule=self.schedule,
+            stats=self.stats,
+            store=self.store,
+        )
         self.group_admin = GroupAdminProcessor(config, self.groups, self.offsets, self.consumers)
         self.reply = ReplyProcessor(self)
         self.dispatcher = self._build_dispatcher()

@@ -37,8 +37,12 @@ from rmqtwin.fakes.dispatch import Channel, decode_header, request_command, requ
 from rmqtwin.fakes.server import RemotingTimeout
 
 if TYPE_CHECKING:
-    from rmqtwin.fakes.broker.clients import ClientChannelInfo
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.broker.clients import ClientChannelInfo, ConsumerManager
+    from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
+    from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable
+    from rmqtwin.fakes.broker.topics import TopicTable
+    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.store_mirror.message_store import MessageStore
 
 CALL_CLIENT_TIMEOUT = 10.0
 """``Broker2Client.callClient``: ``invokeSync(channel, request, 10000)``."""
@@ -49,8 +53,22 @@ _TIMEOUT_FRAME = (
 
 
 class ClientRelayProcessor:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        topics: TopicTable,
+        groups: SubscriptionGroupTable,
+        offsets: ConsumerOffsetTable,
+        consumers: ConsumerManager,
+        store: MessageStore,
+    ) -> None:
+        self.config = config
+        self.topics = topics
+        self.groups = groups
+        self.offsets = offsets
+        self.consumers = consumers
+        self.store = store
 
     # -- callConsumer ------------------------------------------------------------------------------
     def get_consumer_running_info(
@@ -65,10 +83,10 @@ class ClientRelayProcessor:
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand | Deferred[RemotingCommand]:
         if request.ext_fields is None:
-            return response(ResponseCode.SYSTEM_ERROR, _NO_EXT_FIELDS_NPE[self.broker.config.five])
+            return response(ResponseCode.SYSTEM_ERROR, _NO_EXT_FIELDS_NPE[self.config.five])
         header = decode_header(request, ConsumeMessageDirectlyResultRequestHeader, strict=False)
         ext = dict(request.ext_fields)
-        ext["brokerName"] = self.broker.config.broker_name
+        ext["brokerName"] = self.config.broker_name
         body = request.body
         msg_id = require(header.msg_id, "msgId")
         try:
@@ -76,7 +94,7 @@ class ClientRelayProcessor:
         except (CodecError, ValueError):
             offset = None  # Java swallows only UnknownHostException; a bad id leaves the body as it was
         if offset is not None:
-            record = self.broker.store.select_one_message_by_offset(offset)
+            record = self.store.select_one_message_by_offset(offset)
             if record is not None:
                 body = record
         relayed = RemotingCommand(code=request.code, ext_fields=ext, body=body)
@@ -122,7 +140,7 @@ class ClientRelayProcessor:
         return answer.addCallbacks(forwarded, failed)
 
     def _find_channel(self, group: str, client_id: str | None) -> ClientChannelInfo | None:
-        info = self.broker.consumers.groups.get(group)
+        info = self.consumers.groups.get(group)
         if info is None:
             return None
         return next((c for c in info.channels.values() if c.client_id == client_id), None)
@@ -134,10 +152,10 @@ class ClientRelayProcessor:
         """``Broker2Client.getConsumeStatus``: a member that fails to answer is left out, as in Java."""
         header = decode_header(request, GetConsumerStatusRequestHeader, strict=False)
         group = require_key(header.group, "group")
-        info = self.broker.consumers.groups.get(group)
+        info = self.consumers.groups.get(group)
         if info is None:
             # Java dereferences the missing ConsumerGroupInfo.
-            line = 246 if self.broker.config.five else 243
+            line = 246 if self.config.five else 243
             return response(ResponseCode.SYSTEM_ERROR, f"{_NO_GROUP_INFO_NPE}(Broker2Client.java:{line})")
         wanted = header.client_addr
         members = [c for c in info.channels.values() if not wanted or c.client_id == wanted]
@@ -168,7 +186,7 @@ class ClientRelayProcessor:
         header = decode_header(request, ResetOffsetRequestHeader, strict=False)
         topic, group = require_key(header.topic, "topic"), require_key(header.group, "group")
         timestamp = require(header.timestamp, "timestamp")
-        if self.broker.config.five:
+        if self.config.five:
             queue_id = header.queue_id if header.queue_id is not None else -1
             return self._reset_offset_server_side(topic, group, queue_id, timestamp, header.offset)
         return self._reset_offset_in_clients(topic, group, timestamp, bool(header.is_force))
@@ -176,8 +194,7 @@ class ClientRelayProcessor:
     def _reset_offset_in_clients(
         self, topic: str, group: str, timestamp: int, force: bool
     ) -> RemotingCommand:
-        broker = self.broker
-        config = broker.topics.get(topic)
+        config = self.topics.get(topic)
         if config is None:
             return response(
                 ResponseCode.SYSTEM_ERROR,
@@ -185,12 +202,12 @@ class ClientRelayProcessor:
             )
         table: dict[MessageQueue, int] = {}
         for queue_id in range(config.write_queue_nums):
-            current = broker.offsets.query_offset(group, topic, queue_id)
+            current = self.offsets.query_offset(group, topic, queue_id)
             if current == -1:
                 return response(ResponseCode.SYSTEM_ERROR, f"THe consumer group <{group}> not exist")
             target = self._offset_for(topic, queue_id, timestamp)
             table[self._mq(topic, queue_id)] = target if force or target < current else current
-        info = broker.consumers.groups.get(group)
+        info = self.consumers.groups.get(group)
         if info is None or not info.channels:
             return response(
                 ResponseCode.CONSUMER_NOT_ONLINE,
@@ -209,13 +226,12 @@ class ClientRelayProcessor:
         self, topic: str, group: str, queue_id: int, timestamp: int, offset: int | None
     ) -> RemotingCommand:
         """5.5.0's ``resetOffsetInner``."""
-        broker = self.broker
-        config = broker.topics.get(topic)
+        config = self.topics.get(topic)
         if config is None:
             return response(ResponseCode.TOPIC_NOT_EXIST, f"Topic {topic} does not exist")
-        if group not in broker.groups.table:  # containsSubscriptionGroup: no auto-creation here
+        if group not in self.groups.table:  # containsSubscriptionGroup: no auto-creation here
             return response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {group} does not exist")
-        store = broker.store
+        store = self.store
         targets: dict[int, int] = {}
         if queue_id >= 0:
             if offset is not None and offset != -1:
@@ -235,12 +251,12 @@ class ClientRelayProcessor:
         if not targets:
             return response(ResponseCode.SYSTEM_ERROR, "No queues to reset.")
         for index, target in targets.items():
-            broker.offsets.assign_reset_offset(topic, group, index, target)
+            self.offsets.assign_reset_offset(topic, group, index, target)
         body = ResetOffsetBody(offset_table={self._mq(topic, q): o for q, o in targets.items()})
         return response(body=body.encode())
 
     def _offset_for(self, topic: str, queue_id: int, timestamp: int, *, clamp: bool = True) -> int:
-        store = self.broker.store
+        store = self.store
         if timestamp < 0 if not clamp else timestamp == -1:
             found = store.get_max_offset_in_queue(topic, queue_id)
         else:
@@ -248,7 +264,7 @@ class ClientRelayProcessor:
         return max(0, found) if clamp else found
 
     def _mq(self, topic: str, queue_id: int) -> MessageQueue:
-        return MessageQueue(topic=topic, broker_name=self.broker.config.broker_name, queue_id=queue_id)
+        return MessageQueue(topic=topic, broker_name=self.config.broker_name, queue_id=queue_id)
 
 
 _NO_GROUP_INFO_NPE = (
