@@ -92,6 +92,35 @@ class MessageExtBrokerInner(MessageExt):
     def tran_type(self) -> int:
         return self.sys_flag & TRANSACTION_TYPE_MASK
 
+    @classmethod
+    def moved(
+        cls,
+        msg: MessageExt,
+        topic: str,
+        queue_id: int,
+        properties: dict[str, str],
+        properties_string: str | None = None,
+        *,
+        sys_flag: int | None = None,
+        prepared_transaction_offset: int = 0,
+    ) -> MessageExtBrokerInner:
+        """``msg`` put again under another topic, as a due delay-level or timer message and a committed
+        half message are: body, flag, born time and hosts and reconsume times carry over."""
+        return cls(
+            topic=topic,
+            body=msg.body,
+            queue_id=queue_id,
+            flag=msg.flag,
+            properties=properties,
+            properties_string=properties_string,
+            sys_flag=msg.sys_flag if sys_flag is None else sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=msg.born_host,
+            store_host=msg.store_host,
+            reconsume_times=msg.reconsume_times,
+            prepared_transaction_offset=prepared_transaction_offset,
+        )
+
 
 @dataclass(slots=True)
 class DispatchRequest:

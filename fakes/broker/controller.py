@@ -34,7 +34,7 @@ from rmqtwin.fakes.broker.pull import PullProcessor
 from rmqtwin.fakes.broker.query import QueryProcessor
 from rmqtwin.fakes.broker.relay import ClientRelayProcessor
 from rmqtwin.fakes.broker.reply import ReplyProcessor
-from rmqtwin.fakes.broker.schedule import ScheduleMessageService
+from rmqtwin.fakes.broker.schedule import TICK_SECONDS, Reput, ScheduleMessageService
 from rmqtwin.fakes.broker.send import SendProcessor
 from rmqtwin.fakes.broker.stats import BrokerStats
 from rmqtwin.fakes.broker.timer import TimerMessageService
@@ -92,8 +92,11 @@ class BrokerController:
         self.locks = RebalanceLockManager()
         self.stats = BrokerStats(clock.seconds)
         self.store: MessageStore = store if store is not None else self._create_store()
-        self.schedule = ScheduleMessageService(self, on_change=lambda: None)
-        self.timer = TimerMessageService(self)
+        reput = Reput(self.store, self.stats, self.notify_message_arriving)
+        self.schedule = ScheduleMessageService(
+            store_dir, config.delay_levels_ms(), self.store, reput, self.now_ms
+        )
+        self.timer = TimerMessageService(store_dir, self.store, reput, self.now_ms)
         self.transactions = TransactionService(self)
         self.transaction_check = TransactionalMessageCheckService(self)
         self.consumer_filter = ConsumerFilterProcessor(config)
@@ -263,9 +266,9 @@ class BrokerController:
     def start(self) -> Deferred[Any]:
         """Start the store and services; fires once registered with every name server."""
         self.store.start()
-        self.schedule.start()
+        self._every(TICK_SECONDS, self.schedule.deliver_due)
         if self.config.five:
-            self.timer.start()
+            self._every(TICK_SECONDS, self.timer.deliver_due)
         self.transaction_check.start()
         self.pop.start()
         self._every(self.config.flush_consumer_offset_interval / 1000.0, self.persist_offsets)
@@ -291,8 +294,6 @@ class BrokerController:
             if loop.running:
                 loop.stop()
         self._loops = []
-        self.schedule.stop()
-        self.timer.stop()
         self.transaction_check.stop()
         self.pull.hold.stop()
         self.pop.stop()

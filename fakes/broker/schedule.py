@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
 from rmqtwin.codec.errors import CodecError
@@ -24,40 +23,62 @@ from rmqtwin.store_mirror.message_store import GetMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
 
 if TYPE_CHECKING:
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.broker.stats import BrokerStats
+    from rmqtwin.store_mirror.message_store import MessageStore
 
 SCHEDULE_GROUP = "SCHEDULE_CONSUMER"
 TICK_SECONDS = 0.1
+"""How often the delay-level and timer services look for due messages (the broker ticks them)."""
 
 log = Logger()
 
 
+class Reput:
+    """Puts a due message back to its real topic, counts it and wakes the pulls parked on its queue:
+    the last step of ``ScheduleMessageService`` and of the timer message store."""
+
+    def __init__(self, store: MessageStore, stats: BrokerStats, notify: Callable[[str, int], None]) -> None:
+        self.store = store
+        self.stats = stats
+        self.notify = notify
+
+    def __call__(self, inner: MessageExtBrokerInner, service: str) -> bool:
+        result = self.store.put_message(inner)
+        if result.status is not PutMessageStatus.PUT_OK:
+            log.warn(
+                "{service} re-put of {topic} failed: {status}",
+                service=service,
+                topic=inner.topic,
+                status=result.status.name,
+            )
+            return False
+        self.stats.on_put(inner.topic, 1)
+        self.notify(inner.topic, inner.queue_id)
+        return True
+
+
 class ScheduleMessageService(ScheduleOffsets):
-    """The delivery loop; its offsets per level are persisted as ``config/delayOffset.json``."""
+    """Delivers due delay-level messages; its offsets per level are ``config/delayOffset.json``."""
 
-    def __init__(self, broker: BrokerController, on_change: Callable[[], None] | None = None) -> None:
-        super().__init__(broker.store_dir)
-        self.broker = broker
-        self.levels_ms = broker.config.delay_levels_ms()
-        self.on_change = on_change or (lambda: None)
-        self._loop: LoopingCall | None = None
-
-    def start(self) -> None:
-        loop = LoopingCall(self.deliver_due)
-        loop.clock = self.broker.clock
-        loop.start(TICK_SECONDS, now=False)
-        self._loop = loop
-
-    def stop(self) -> None:
-        if self._loop is not None and self._loop.running:
-            self._loop.stop()
-        self._loop = None
+    def __init__(
+        self,
+        store_dir: str,
+        levels_ms: list[int],
+        store: MessageStore,
+        reput: Reput,
+        now_ms: Callable[[], int],
+    ) -> None:
+        super().__init__(store_dir)
+        self.levels_ms = levels_ms
+        self.store = store
+        self.reput = reput
+        self.now_ms = now_ms
 
     def deliver_due(self) -> int:
         """Re-put every parked message whose time has come; returns how many were delivered."""
         delivered = 0
-        store = self.broker.store
-        now_ms = self.broker.now_ms()
+        store = self.store
+        now_ms = self.now_ms()
         for level in range(1, len(self.levels_ms) + 1):
             queue_id = level - 1
             offset = self.offset_table.get(level, 0)
@@ -89,8 +110,6 @@ class ScheduleMessageService(ScheduleOffsets):
                     break
             if moved:
                 self.update_offset(level, offset)
-        if delivered:
-            self.on_change()
         return delivered
 
     def _deliver(self, msg: MessageExt) -> bool:
@@ -101,25 +120,7 @@ class ScheduleMessageService(ScheduleOffsets):
         stored_props = properties_to_string(props)
         props.pop("DELAY", None)
         props["WAIT"] = "false"
-        inner = MessageExtBrokerInner(
-            topic=real_topic,
-            body=msg.body,
-            queue_id=int(props.get("REAL_QID", "0")),
-            flag=msg.flag,
-            properties=props,
-            properties_string=stored_props,
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=msg.born_host,
-            store_host=msg.store_host,
-            reconsume_times=msg.reconsume_times,
+        inner = MessageExtBrokerInner.moved(
+            msg, real_topic, int(props.get("REAL_QID", "0")), props, stored_props
         )
-        result = self.broker.store.put_message(inner)
-        if result.status is not PutMessageStatus.PUT_OK:
-            log.warn(
-                "schedule re-put of {topic} failed: {status}", topic=real_topic, status=result.status.name
-            )
-            return False
-        self.broker.stats.on_put(real_topic, 1)
-        self.broker.notify_message_arriving(real_topic, inner.queue_id)
-        return True
+        return self.reput(inner, "schedule")

@@ -18,29 +18,24 @@ from __future__ import annotations
 
 import heapq
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-from twisted.internet.task import LoopingCall
-from twisted.logger import Logger
 
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.message import MessageExt, decode_message_record
-from rmqtwin.store_mirror.commitlog import PutMessageStatus
 from rmqtwin.store_mirror.config import ConfigManager
 from rmqtwin.store_mirror.message_store import GetMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
 
 if TYPE_CHECKING:
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.broker.schedule import Reput
+    from rmqtwin.store_mirror.message_store import MessageStore
 
 TIMER_TOPIC = "rmq_sys_wheel_timer"  # TimerMessageStore.TIMER_TOPIC
 TIMER_GROUP = "TIMER_CONSUMER"
 TIMER_PRECISION_MS = 1000  # MessageStoreConfig.timerPrecisionMs
 TIMER_MAX_DELAY_SEC = 3600 * 24 * 3  # MessageStoreConfig.timerMaxDelaySec
-TICK_SECONDS = 0.1
 TIMER_PROPERTIES = ("TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS")
-
-log = Logger()
 
 
 def timer_illegal_remark() -> str:
@@ -91,14 +86,15 @@ def transform_timer_message(props: dict[str, str], topic: str, queue_id: int, no
 class TimerMessageService(ConfigManager):
     """Delivers parked timer messages when due; its progress is ``config/timerOffset.json``."""
 
-    def __init__(self, broker: BrokerController) -> None:
-        super().__init__(os.path.join(broker.store_dir, "config", "timerOffset.json"))
-        self.broker = broker
+    def __init__(self, store_dir: str, store: MessageStore, reput: Reput, now_ms: Callable[[], int]) -> None:
+        super().__init__(os.path.join(store_dir, "config", "timerOffset.json"))
+        self.store = store
+        self.reput = reput
+        self.now_ms = now_ms
         self.checkpoint = 0  # every timer message below this queue offset is delivered
         self.delivered: set[int] = set()  # offsets at or above the checkpoint already delivered
         self.scanned = 0  # next queue offset to read into the wheel
         self.wheel: list[tuple[int, int]] = []  # (TIMER_OUT_MS, queue offset)
-        self._loop: LoopingCall | None = None
 
     def encode(self) -> dict[str, Any]:
         return {"checkpoint": self.checkpoint, "delivered": sorted(self.delivered)}
@@ -108,20 +104,9 @@ class TimerMessageService(ConfigManager):
         self.delivered = {int(o) for o in obj.get("delivered") or ()}
         self.scanned = self.checkpoint
 
-    def start(self) -> None:
-        loop = LoopingCall(self.deliver_due)
-        loop.clock = self.broker.clock
-        loop.start(TICK_SECONDS, now=False)
-        self._loop = loop
-
-    def stop(self) -> None:
-        if self._loop is not None and self._loop.running:
-            self._loop.stop()
-        self._loop = None
-
     def _scan(self) -> None:
         """Read timer messages stored since the last scan into the wheel."""
-        store = self.broker.store
+        store = self.store
         max_offset = store.get_max_offset_in_queue(TIMER_TOPIC, 0)
         while self.scanned < max_offset:
             result = store.get_message(TIMER_GROUP, TIMER_TOPIC, 0, self.scanned, 32, None)
@@ -145,11 +130,11 @@ class TimerMessageService(ConfigManager):
     def deliver_due(self) -> int:
         """Re-put every timer message whose time has come; returns how many were taken off the wheel."""
         self._scan()
-        now_ms = self.broker.now_ms()
+        now_ms = self.now_ms()
         delivered = 0
         while self.wheel and self.wheel[0][0] <= now_ms:
             _, offset = heapq.heappop(self.wheel)
-            result = self.broker.store.get_message(TIMER_GROUP, TIMER_TOPIC, 0, offset, 1, None)
+            result = self.store.get_message(TIMER_GROUP, TIMER_TOPIC, 0, offset, 1, None)
             if result.message_buffers:
                 try:
                     msg, _ = decode_message_record(result.message_buffers[0], 0, decompress=False)
@@ -181,22 +166,4 @@ class TimerMessageService(ConfigManager):
         queue_id = int(props.pop("REAL_QID", "0"))
         props.pop("REAL_TOPIC", None)
         props["WAIT"] = "false"
-        inner = MessageExtBrokerInner(
-            topic=real_topic,
-            body=msg.body,
-            queue_id=queue_id,
-            flag=msg.flag,
-            properties=props,
-            properties_string=stored,
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=msg.born_host,
-            store_host=msg.store_host,
-            reconsume_times=msg.reconsume_times,
-        )
-        result = self.broker.store.put_message(inner)
-        if result.status is not PutMessageStatus.PUT_OK:
-            log.warn("timer re-put of {topic} failed: {status}", topic=real_topic, status=result.status.name)
-            return
-        self.broker.stats.on_put(real_topic, 1)
-        self.broker.notify_message_arriving(real_topic, queue_id)
+        self.reput(MessageExtBrokerInner.moved(msg, real_topic, queue_id, props, stored), "timer")

@@ -84,18 +84,13 @@ class TransactionService:
             props["WAIT"] = "false"
             props.pop("TRAN_MSG", None)
             real_topic = props.get("REAL_TOPIC", "")
-            inner = MessageExtBrokerInner(
-                topic=real_topic,
-                body=half.body,
-                queue_id=int(props.get("REAL_QID", "0")),
-                flag=half.flag,
-                properties=props,
-                properties_string=stored,
+            inner = MessageExtBrokerInner.moved(
+                half,
+                real_topic,
+                int(props.get("REAL_QID", "0")),
+                props,
+                stored,
                 sys_flag=(half.sys_flag & ~TRANSACTION_TYPE_MASK) | TRANSACTION_COMMIT_TYPE,
-                born_timestamp=half.born_timestamp,
-                born_host=half.born_host,
-                store_host=half.store_host,
-                reconsume_times=half.reconsume_times,
                 prepared_transaction_offset=commit_log_offset,
             )
             result = self.broker.store.put_message(inner)
@@ -160,19 +155,7 @@ class TransactionService:
         props = dict(msg.properties)
         props[MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES] = "0"
         props = in_java_hash_map_order(props)
-        inner = MessageExtBrokerInner(
-            topic=TRANS_HALF_TOPIC,
-            body=msg.body,
-            flag=msg.flag,
-            properties=props,
-            properties_string=properties_to_string(props),
-            queue_id=0,
-            sys_flag=msg.sys_flag,
-            born_host=msg.born_host,
-            born_timestamp=msg.born_timestamp,
-            store_host=msg.store_host,
-            reconsume_times=msg.reconsume_times,
-        )
+        inner = MessageExtBrokerInner.moved(msg, TRANS_HALF_TOPIC, 0, props, properties_to_string(props))
         if self.broker.store.put_message(inner).status is not PutMessageStatus.PUT_OK:
             return response(ResponseCode.SYSTEM_ERROR, "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")
         return response()
