@@ -158,13 +158,7 @@ class RemotingConnection:
         longer pending). Frames after the bad one are dropped. The connection is then poisoned: every
         later call raises the same error, with no events.
         """
-        if self._error is not None:
-            setattr(self._error, _EVENTS_ATTR, [])
-            raise self._error
-        frames, error = self._decoder.feed_until_error(data)
-        self._held.extend(frames)
-        if error is not None and self._held_error is None:
-            self._held_error = error
+        self._feed(data)
         events: list[Event] = []
         for event in self._release([], None):
             assert not isinstance(event, DecodeInSteps)  # only with a header limit
@@ -177,6 +171,12 @@ class RemotingConnection:
         """:meth:`receive_data`, except that a frame whose header is longer than ``header_bytes`` is
         handed back as a :class:`DecodeInSteps` (the last event) for the caller to decode bit by bit
         between other work; the frames after it wait here until :meth:`frame_decoded`."""
+        self._feed(data)
+        self._header_limit = header_bytes
+        return self._release([], header_bytes)
+
+    def _feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Split ``data`` into frames held for release; a poisoned connection raises its error again."""
         if self._error is not None:
             setattr(self._error, _EVENTS_ATTR, [])
             raise self._error
@@ -184,8 +184,6 @@ class RemotingConnection:
         self._held.extend(frames)
         if error is not None and self._held_error is None:
             self._held_error = error
-        self._header_limit = header_bytes
-        return self._release([], header_bytes)
 
     def frame_decoded(self, command: RemotingCommand) -> list[SteppedEvent]:
         """The command of a :class:`DecodeInSteps` frame: its event and those of the frames held behind
