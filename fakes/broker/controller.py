@@ -42,7 +42,7 @@ from rmqtwin.fakes.broker.topics import TopicTable
 from rmqtwin.fakes.broker.transaction import TransactionService
 from rmqtwin.fakes.broker.transaction_check import TransactionalMessageCheckService
 from rmqtwin.fakes.config import BrokerConfig
-from rmqtwin.fakes.dispatch import Channel, Dispatcher
+from rmqtwin.fakes.dispatch import Channel, Dispatcher, Handler
 from rmqtwin.fakes.namesrv_client import NamesrvClient
 
 if TYPE_CHECKING:
@@ -97,7 +97,14 @@ class BrokerController:
             store_dir, config.delay_levels_ms(), self.store, reput, self.now_ms
         )
         self.timer = TimerMessageService(store_dir, self.store, reput, self.now_ms)
-        self.transactions = TransactionService(self)
+        self.transactions = TransactionService(
+            config=config,
+            topics=self.topics,
+            store=self.store,
+            store_host=self.store_host,
+            now_ms=self.now_ms,
+            notify_message_arriving=self.notify_message_arriving,
+        )
         self.transaction_check = TransactionalMessageCheckService(self)
         self.consumer_filter = ConsumerFilterProcessor(config)
 
@@ -175,7 +182,7 @@ class BrokerController:
 
     def _build_dispatcher(self) -> Dispatcher:
         d = Dispatcher("broker")
-        table: dict[int, Callable[[Channel, Any], Any]] = {
+        table: dict[int, Handler] = {
             RequestCode.SEND_MESSAGE: self.send.process_send,
             RequestCode.SEND_MESSAGE_V2: self.send.process_send,
             RequestCode.SEND_BATCH_MESSAGE: self.send.process_send,

@@ -10,6 +10,7 @@ copy of the half message, handled here like any other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec.codes import ResponseCode
@@ -35,12 +36,30 @@ from rmqtwin.store_mirror.record import (
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.broker.topics import TopicTable
+    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.store_mirror.message_store import MessageStore
 
 
 class TransactionService:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
+    """Half messages in, END_TRANSACTION and RESUME_CHECK_HALF_MESSAGE (``EndTransactionProcessor``)."""
+
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        topics: TopicTable,
+        store: MessageStore,
+        store_host: tuple[str, int],
+        now_ms: Callable[[], int],
+        notify_message_arriving: Callable[[str, int], None],
+    ) -> None:
+        self.config = config
+        self.topics = topics
+        self.store = store
+        self.store_host = store_host
+        self.now_ms = now_ms
+        self.notify_message_arriving = notify_message_arriving
 
     def parse_half_message(self, msg: MessageExtBrokerInner) -> None:
         """Turn a prepared message into the half record (``parseHalfMessageInner``)."""
@@ -52,7 +71,7 @@ class TransactionService:
         msg.queue_id = 0
         msg.properties = props
         msg.properties_string = properties_to_string(props)
-        self.broker.topics.create_in_send_back_method(TRANS_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
+        self.topics.create_in_send_back_method(TRANS_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
 
     def end_transaction(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         """``EndTransactionProcessor``: COMMIT or ROLLBACK a half message; UNKNOWN gets no answer."""
@@ -60,16 +79,16 @@ class TransactionService:
             header = from_ext_fields(EndTransactionRequestHeader, request.ext_fields)
         except HeaderFieldError as exc:
             return response(exc.response_code, exc.remark)
-        if self.broker.config.broker_role == "SLAVE":
+        if self.config.broker_role == "SLAVE":
             return response(ResponseCode.SLAVE_NOT_AVAILABLE)
         kind = header.commit_or_rollback
         if kind not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
             return None
         commit_log_offset = header.commit_log_offset
-        half = self.broker.store.look_message_by_offset(commit_log_offset)
+        half = self.store.look_message_by_offset(commit_log_offset)
         if half is None:
             return response(ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed")
-        if self.broker.config.five and self._reject_commit_or_rollback(header, half):
+        if self.config.five and self._reject_commit_or_rollback(header, half):
             return response(ResponseCode.ILLEGAL_OPERATION)
         props = dict(half.properties)
         if props.get("PGROUP") != header.producer_group:
@@ -93,7 +112,7 @@ class TransactionService:
                 sys_flag=(half.sys_flag & ~TRANSACTION_TYPE_MASK) | TRANSACTION_COMMIT_TYPE,
                 prepared_transaction_offset=commit_log_offset,
             )
-            result = self.broker.store.put_message(inner)
+            result = self.store.put_message(inner)
             if result.status not in (
                 PutMessageStatus.PUT_OK,
                 PutMessageStatus.FLUSH_DISK_TIMEOUT,
@@ -101,7 +120,7 @@ class TransactionService:
                 PutMessageStatus.SLAVE_NOT_AVAILABLE,
             ):
                 return response(ResponseCode.SYSTEM_ERROR, result.status.name)
-            self.broker.notify_message_arriving(real_topic, inner.queue_id)
+            self.notify_message_arriving(real_topic, inner.queue_id)
         self._put_op(half.queue_offset)
         return answer
 
@@ -113,16 +132,15 @@ class TransactionService:
         text = half.properties.get(MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)
         if not text:
             return False
-        timeout = int(self.broker.config.transaction_timeout)
+        timeout = int(self.config.transaction_timeout)
         try:
             immunity = int(text) * 1000
         except ValueError:
             immunity = timeout
-        return self.broker.now_ms() - half.born_timestamp > immunity
+        return self.now_ms() - half.born_timestamp > immunity
 
     def _put_op(self, half_queue_offset: int) -> Any:
-        broker = self.broker
-        broker.topics.create_in_send_back_method(TRANS_OP_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
+        self.topics.create_in_send_back_method(TRANS_OP_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
         props = {"TAGS": "d", "WAIT": "false"}
         op = MessageExtBrokerInner(
             topic=TRANS_OP_HALF_TOPIC,
@@ -131,11 +149,11 @@ class TransactionService:
             properties=props,
             properties_string=properties_to_string(props),
             sys_flag=TRANSACTION_NOT_TYPE,
-            born_timestamp=broker.now_ms(),
-            born_host=broker.store_host,
-            store_host=broker.store_host,
+            born_timestamp=self.now_ms(),
+            born_host=self.store_host,
+            store_host=self.store_host,
         )
-        return broker.store.put_message(op)
+        return self.store.put_message(op)
 
     def resume_check_half_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """RESUME_CHECK_HALF_MESSAGE (``mqadmin resumeCheckHalfMessage``): the half message at the offset
@@ -149,14 +167,14 @@ class TransactionService:
             except CodecError:
                 offset = None
             if offset is not None:
-                msg = self.broker.store.look_message_by_offset(offset)
+                msg = self.store.look_message_by_offset(offset)
         if msg is None:
             return response(ResponseCode.SYSTEM_ERROR, RESUME_FAILED)
         props = dict(msg.properties)
         props[MessageConst.PROPERTY_TRANSACTION_CHECK_TIMES] = "0"
         props = in_java_hash_map_order(props)
         inner = MessageExtBrokerInner.moved(msg, TRANS_HALF_TOPIC, 0, props, properties_to_string(props))
-        if self.broker.store.put_message(inner).status is not PutMessageStatus.PUT_OK:
+        if self.store.put_message(inner).status is not PutMessageStatus.PUT_OK:
             return response(ResponseCode.SYSTEM_ERROR, "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")
         return response()
 
