@@ -29,11 +29,15 @@ from rmqtwin.codec.errors import BodyError
 __all__ = [
     "Body",
     "BrokerData",
+    "BrokerStatsData",
+    "BrokerStatsItem",
     "CheckClientRequestBody",
     "ClusterInfo",
     "Connection",
     "ConsumeMessageDirectlyResult",
+    "ConsumeQueueData",
     "ConsumeStats",
+    "ConsumeStatsList",
     "ConsumeStatus",
     "ConsumerConnection",
     "ConsumerData",
@@ -54,7 +58,9 @@ __all__ = [
     "ProcessQueueInfo",
     "ProducerConnection",
     "ProducerData",
+    "QueryConsumeQueueResponseBody",
     "QueryConsumeTimeSpanBody",
+    "QueryCorrectionOffsetBody",
     "QuerySubscriptionResponseBody",
     "QueueData",
     "QueueTimeSpan",
@@ -713,6 +719,64 @@ class GetConsumerStatusBody(Body):
 
     message_queue_table: dict[MessageQueue, int] = field(default_factory=dict)
     consumer_table: dict[str, dict[MessageQueue, int]] = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
+class ConsumeStatsList(Body):
+    """GET_BROKER_CONSUME_STATS body (``mqadmin brokerConsumeStats``): per subscription group, the
+    ConsumeStats of each topic it consumes; 5.x adds ``totalInflightDiff``."""
+
+    consume_stats_list: list[dict[str, list[ConsumeStats]]] = field(default_factory=list)
+    broker_addr: str | None = None
+    total_diff: int = 0
+    total_inflight_diff: int | None = None  # 5.x primitive
+
+
+@dataclass(slots=True, kw_only=True)
+class QueryCorrectionOffsetBody(Body):
+    """QUERY_CORRECTION_OFFSET body: queueId → the offset the other groups have all reached."""
+
+    correction_offsets: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
+class BrokerStatsItem(Body):
+    sum: int = 0
+    tps: float = 0.0
+    avgpt: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class BrokerStatsData(Body):
+    """VIEW_BROKER_STATS_DATA body (``mqadmin statsAll``): one stats item over a minute, hour and day."""
+
+    stats_minute: BrokerStatsItem | None = None
+    stats_hour: BrokerStatsItem | None = None
+    stats_day: BrokerStatsItem | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class ConsumeQueueData(Body):
+    """One consume-queue entry as ``mqadmin queryCq`` prints it."""
+
+    physic_offset: int = 0
+    physic_size: int = 0
+    tags_code: int = 0
+    extend_data_json: str | None = None
+    bit_map: str | None = None
+    eval: bool = False
+    msg: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class QueryConsumeQueueResponseBody(Body):
+    """QUERY_CONSUME_QUEUE body."""
+
+    subscription_data: SubscriptionData | None = None
+    filter_data: str | None = None
+    queue_data: list[ConsumeQueueData] | None = None
+    max_queue_index: int = 0
+    min_queue_index: int = 0
 
 
 # --------------------------------------------------------------------------------------------- groups

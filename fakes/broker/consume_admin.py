@@ -12,11 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.bodies import (
+    ConsumeQueueData,
     ConsumerOffsetSerializeWrapper,
+    ConsumeStats,
+    ConsumeStatsList,
     DataVersion,
     MessageQueue,
+    OffsetWrapper,
+    QueryConsumeQueueResponseBody,
     QueryConsumeTimeSpanBody,
+    QueryCorrectionOffsetBody,
     QueueTimeSpan,
+    SubscriptionData,
+    from_value,
 )
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import (
@@ -152,18 +160,20 @@ class ConsumeAdminProcessor:
         for queue_id, offset in compare.items():
             if queue_id in lowest:
                 lowest[queue_id] = LONG_MAX if lowest[queue_id] > offset else lowest[queue_id]
-        body = {"correctionOffsets": lowest}
-        return response(body=fastjson.dumps(body, quote_int_keys=False, sort_map_keys=True))
+        return response(
+            body=QueryCorrectionOffsetBody(correction_offsets=dict(sorted(lowest.items()))).encode()
+        )
 
     def get_broker_consume_stats(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """``fetchAllConsumeStatsInBroker``: per subscription group, the ConsumeStats of each topic it
         committed offsets for (orderly topics only with ``isOrder``)."""
         header = decode_header(request, GetConsumeStatsInBrokerHeader, strict=False)
         store = self.store
-        stats_list: list[dict[str, Any]] = []
+        five = self.config.five
+        stats_list: list[dict[str, list[ConsumeStats]]] = []
         total_diff = 0
         for group in list(self.groups.table):
-            per_topic: list[dict[str, Any]] = []
+            per_topic: list[ConsumeStats] = []
             for topic in sorted(self.offsets.which_topic_by_consumer(group)):
                 config = self.topics.get(topic)
                 if config is None or (header.is_order and not config.order):
@@ -171,30 +181,29 @@ class ConsumeAdminProcessor:
                 online = self.consumers.groups.get(group)
                 if online is not None and online.subscriptions and topic not in online.subscriptions:
                     continue
-                table: dict[Any, Any] = {}
+                table: dict[MessageQueue, OffsetWrapper] = {}
                 for queue_id in range(config.write_queue_nums):
                     broker_offset = max(0, store.get_max_offset_in_queue(topic, queue_id))
                     consumer_offset = max(0, self.offsets.query_offset(group, topic, queue_id))
                     last = 0
                     if consumer_offset - 1 >= 0:
                         last = max(0, store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1))
-                    mq = fastjson.ObjectKey(
-                        {"brokerName": self.config.broker_name, "queueId": queue_id, "topic": topic}
+                    table[self._mq(topic, queue_id)] = OffsetWrapper(
+                        broker_offset=broker_offset,
+                        consumer_offset=consumer_offset,
+                        last_timestamp=last,
+                        pull_offset=0 if five else None,
                     )
-                    table[mq] = {
-                        "brokerOffset": broker_offset,
-                        "consumerOffset": consumer_offset,
-                        "lastTimestamp": last,
-                    }
                     total_diff += broker_offset - consumer_offset
-                per_topic.append({"consumeTps": 0.0, "offsetTable": table})
+                per_topic.append(ConsumeStats(offset_table=table))
             stats_list.append({group: per_topic})
-        body = {
-            "brokerAddr": f"{self.config.broker_ip1}:{self.config.listen_port}",
-            "consumeStatsList": stats_list,
-            "totalDiff": total_diff,
-        }
-        return response(body=fastjson.dumps(body, quote_int_keys=False, sort_map_keys=True))
+        body = ConsumeStatsList(
+            consume_stats_list=stats_list,
+            broker_addr=f"{self.config.broker_ip1}:{self.config.listen_port}",
+            total_diff=total_diff,
+            total_inflight_diff=0 if five else None,
+        )
+        return response(body=body.encode(fastjson2=five))
 
     def view_broker_stats_data(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """``mqadmin statsAll``: TOPIC_PUT_NUMS of a topic, GROUP_GET_NUMS of ``topic@group``."""
@@ -205,7 +214,7 @@ class ConsumeAdminProcessor:
                 ResponseCode.SYSTEM_ERROR,
                 f"The stats <{_java_str(header.stats_name)}> <{_java_str(header.stats_key)}> not exist",
             )
-        return response(body=fastjson.dumps(data, sort_map_keys=True))
+        return response(body=data.encode())
 
     def query_consume_queue(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """``mqadmin queryCq``: ``count`` consume-queue entries from ``index`` (within the file holding it),
@@ -215,17 +224,17 @@ class ConsumeAdminProcessor:
         queue = self.store.get_consume_queue(topic, header.queue_id)
         if queue is None:
             return response(ResponseCode.SYSTEM_ERROR, f"{header.queue_id}@{topic} is not exist!")
-        body: dict[str, Any] = {
-            "maxQueueIndex": queue.get_max_offset_in_queue(),
-            "minQueueIndex": queue.get_min_offset_in_queue(),
-        }
+        body = QueryConsumeQueueResponseBody(
+            max_queue_index=queue.get_max_offset_in_queue(),
+            min_queue_index=queue.get_min_offset_in_queue(),
+        )
         if header.consumer_group is not None:
             subscription = self.consumers.find_subscription(header.consumer_group, topic)
             if subscription is None:
-                body["filterData"] = f"{header.consumer_group}@{topic} is not online!"
+                body.filter_data = f"{header.consumer_group}@{topic} is not online!"
             else:
-                body["subscriptionData"] = subscription
-                body["filterData"] = "null"  # no ConsumerFilterData for tag subscriptions
+                body.subscription_data = from_value(SubscriptionData, subscription)
+                body.filter_data = "null"  # no ConsumerFilterData for tag subscriptions
         if queue.get_index_buffer(header.index) is None:
             return response(remark=f"Index {header.index} of {header.queue_id}@{topic} is not exist!")
         per_file = queue.mapped_file_size // CQ_STORE_UNIT_SIZE
@@ -236,9 +245,9 @@ class ConsumeAdminProcessor:
             if entry is None:
                 break
             offset, size, tags_code = entry
-            entries.append({"eval": False, "physicOffset": offset, "physicSize": size, "tagsCode": tags_code})
-        body["queueData"] = entries
-        return response(body=fastjson.dumps(body, sort_map_keys=True))
+            entries.append(ConsumeQueueData(physic_offset=offset, physic_size=size, tags_code=tags_code))
+        body.queue_data = entries
+        return response(body=body.encode())
 
     # -- maintenance ------------------------------------------------------------------------------
     def clean_unused_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Callable
 
+from rmqtwin.codec.bodies import BrokerStatsData, BrokerStatsItem
+
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
 GROUP_GET_NUMS = "GROUP_GET_NUMS"
 BUCKET_SECONDS = 10
 """Java's StatsItem samples every 10 s for its minute figures."""
-WINDOWS = (("statsMinute", 60), ("statsHour", 3600), ("statsDay", 86400))
+WINDOWS = (60, 3600, 86400)
+"""The seconds of ``BrokerStatsData``'s minute, hour and day."""
 
 
 class StatsItem:
@@ -32,19 +35,22 @@ class StatsItem:
         while buckets[0][0] <= start - 86400:
             buckets.popleft()
 
-    def snapshot(self, now: float) -> dict[str, dict[str, float | int]]:
+    def snapshot(self, now: float) -> BrokerStatsData:
         """``BrokerStatsData``: sum, tps (per second over the window) and avgpt (value per call) of the
         last minute, hour and day. Java samples the running totals (every 10 s, 10 min, 1 h), so its
         figures trail these by up to one sampling period."""
-        out: dict[str, dict[str, float | int]] = {}
-        for name, seconds in WINDOWS:
+        items: list[BrokerStatsItem] = []
+        for seconds in WINDOWS:
             total = times = 0
             for start, value, calls in self.buckets:
                 if start > now - seconds:
                     total += value
                     times += calls
-            out[name] = {"avgpt": total / times if times else 0.0, "sum": total, "tps": total / seconds}
-        return out
+            items.append(
+                BrokerStatsItem(sum=total, tps=total / seconds, avgpt=total / times if times else 0.0)
+            )
+        minute, hour, day = items
+        return BrokerStatsData(stats_minute=minute, stats_hour=hour, stats_day=day)
 
 
 class BrokerStats:
@@ -66,7 +72,7 @@ class BrokerStats:
             item = self.items[(name, key)] = StatsItem()
         return item
 
-    def stats_data(self, name: str, key: str) -> dict[str, dict[str, float | int]] | None:
+    def stats_data(self, name: str, key: str) -> BrokerStatsData | None:
         """VIEW_BROKER_STATS_DATA's body for an item, None when nothing was ever counted for it."""
         item = self.items.get((name, key))
         return None if item is None else item.snapshot(self.now())

@@ -425,6 +425,56 @@ def _cases(line: str) -> list[tuple[str, str, b.Body, str]]:
         ),
         ("subscription_group", "SubscriptionGroupConfig", group, "rt"),
         (
+            "consume_stats_list",
+            "ConsumeStatsList",
+            b.ConsumeStatsList(
+                consume_stats_list=[
+                    {
+                        "cg": [
+                            b.ConsumeStats(
+                                offset_table={
+                                    MQ0: b.OffsetWrapper(
+                                        broker_offset=7, consumer_offset=2, pull_offset=0 if v5 else None
+                                    )
+                                }
+                            )
+                        ]
+                    }
+                ],
+                broker_addr="127.0.0.1:10911",
+                total_diff=5,
+                total_inflight_diff=0 if v5 else None,
+            ),
+            "rt",
+        ),
+        (
+            "correction_offsets",
+            "QueryCorrectionOffsetBody",
+            b.QueryCorrectionOffsetBody(correction_offsets={0: 5, 1: (1 << 63) - 1}),
+            "rt",
+        ),
+        (
+            "broker_stats",
+            "BrokerStatsData",
+            b.BrokerStatsData(
+                stats_minute=b.BrokerStatsItem(sum=3, tps=0.05, avgpt=1.5),
+                stats_hour=b.BrokerStatsItem(sum=3, tps=3 / 3600, avgpt=1.5),
+                stats_day=b.BrokerStatsItem(),
+            ),
+            "rt",
+        ),
+        (
+            "consume_queue",
+            "QueryConsumeQueueResponseBody",
+            b.QueryConsumeQueueResponseBody(
+                subscription_data=sub,
+                filter_data="null",
+                queue_data=[b.ConsumeQueueData(physic_offset=1 << 33, physic_size=212, tags_code=-3)],
+                max_queue_index=5,
+            ),
+            "rt",
+        ),
+        (
             "direct_result",
             "ConsumeMessageDirectlyResult",
             b.ConsumeMessageDirectlyResult(consume_result="CR_SUCCESS", remark="ok", spent_time_mills=3),
