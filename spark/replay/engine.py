@@ -4,7 +4,7 @@ No reactor (Spark reuses Python workers, a reactor cannot restart): :mod:`select
 :class:`~rmqtwin.codec.connection.RemotingConnection` for framing, opaques and pending requests. Each
 request goes at its recorded offset ÷ speed without waiting for answers that came after it in the capture
 (pipelining as recorded), but never before an answer the capture shows arriving before it was sent, on any
-connection of the task (:class:`RecordedOrder`);
+connection of the task (a send waits for no other send: :class:`RecordedOrder`);
 at ``max`` speed a window bounds what waits per connection. Broker-initiated requests are answered as the
 client answered them in the capture.
 """
@@ -31,7 +31,7 @@ from rmqtwin.codec.connection import (
 )
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.spark.replay.compare import compare_answers, pulled_messages
-from rmqtwin.spark.replay.plan import PULL_CODES, ConnectionPlan, Step, answer_queue
+from rmqtwin.spark.replay.plan import PULL_CODES, SEND_CODES, ConnectionPlan, Step, answer_queue
 from rmqtwin.spark.replay.translate import ConnectionTranslator, ReplayContext, request_queue, request_topic
 
 __all__ = ["CheckBacks", "QueueResult", "RecordedOrder", "RequestResult", "replay_connections", "result_rows"]
@@ -88,6 +88,8 @@ class _InFlight:
     result: RequestResult
     issued_ns: int
     uniq: str | None
+    answer_queue: tuple[str, int] | None
+    """The queue whose offsets the answer reports (from the recorded request: before translation)."""
 
 
 @dataclass(slots=True)
@@ -125,28 +127,39 @@ class RecordedOrder:
     A request waits until every answer the capture shows arriving before that request was sent (on any
     of these connections) has been answered, or given up, in the replay: a consumer that pulled after the
     producer's sends were acknowledged does not pull before them, however the tasks and sockets are
-    scheduled. Requests the client pipelined (sent before the earlier answers came) still go out at once."""
+    scheduled. Requests the client pipelined (sent before the earlier answers came) still go out at once.
+    A send waits for no other send: appends of two connections to a queue race as they did when recorded
+    (one connection's sends reach the target in their order anyway), and a producer whose earlier sends
+    the target answers more slowly than recorded still sends on schedule, as a producer does."""
 
     def __init__(self) -> None:
-        self._heap: list[tuple[int, int]] = []
+        self._sends: list[tuple[int, int]] = []
+        self._others: list[tuple[int, int]] = []
         self._open: set[int] = set()
 
     def expect(self, step: Step) -> None:
+        heap = self._sends if step.code in SEND_CODES else self._others
         if step.answer is not None and not step.oneway:
-            heapq.heappush(self._heap, (step.offset_ns + step.answer.latency_ns, id(step)))
+            heapq.heappush(heap, (step.offset_ns + step.answer.latency_ns, id(step)))
             self._open.add(id(step))
         elif step.check_back is not None:  # what came after a check-back's commit waits for it too
-            heapq.heappush(self._heap, (step.offset_ns, id(step)))
+            heapq.heappush(heap, (step.offset_ns, id(step)))
             self._open.add(id(step))
 
     def settle(self, step: Step) -> None:
         self._open.discard(id(step))
 
-    def allows(self, step: Step) -> bool:
-        heap = self._heap
+    def _first(self, heap: list[tuple[int, int]]) -> int | None:
         while heap and heap[0][1] not in self._open:
             heapq.heappop(heap)
-        return not heap or heap[0][0] >= step.offset_ns
+        return heap[0][0] if heap else None
+
+    def allows(self, step: Step) -> bool:
+        for heap in (self._others,) if step.code in SEND_CODES else (self._others, self._sends):
+            first = self._first(heap)
+            if first is not None and first < step.offset_ns:
+                return False
+        return True
 
 
 class CheckBacks:
@@ -273,6 +286,9 @@ class _Replayed:
                 self.results.append(result)
                 self.order.settle(step)
                 continue
+            where = None
+            if result.topic is not None and result.queue_id is not None:
+                where = answer_queue(cmd, result.topic, result.queue_id)
             uniq = self.translator.expect_send(cmd)
             self.translator.request(cmd)
             if uniq is not None and self.ctx.new_ids:
@@ -290,7 +306,7 @@ class _Replayed:
                 self.results.append(result)
                 self.order.settle(step)
             else:
-                self.inflight[opaque] = _InFlight(step, result, now, uniq)
+                self.inflight[opaque] = _InFlight(step, result, now, uniq, where)
 
     def _result(self, step: Step, cmd: RemotingCommand) -> RequestResult:
         answer = step.answer
@@ -358,9 +374,7 @@ class _Replayed:
             result.verdict, result.detail = "unrecorded", "the capture has no answer to compare with"
         else:
             topic, queue = result.topic, result.queue_id
-            shift = None
-            if topic is not None and queue is not None:
-                shift = self._offset_shift(*answer_queue(decode_command(step.frame[4:]), topic, queue))
+            shift = None if flight.answer_queue is None else self._offset_shift(*flight.answer_queue)
             comparison = compare_answers(
                 step.code,
                 recorded,
@@ -482,25 +496,28 @@ def replay_connections(
     plans: Iterable[ConnectionPlan],
     ctx: ReplayContext,
     *,
-    start_wall_ns: int | None = None,
+    start_at: Callable[[], int] | None = None,
     only: tuple[str, ...] = (),
 ) -> tuple[list[RequestResult], list[QueueResult], dict[str, int]]:
-    """Replay ``plans`` concurrently from ``start_wall_ns`` (now when None); every request's result, what
-    each consumer pulled per queue, and the broker-initiated requests seen by code name."""
+    """Replay ``plans`` concurrently; every request's result, what each consumer pulled per queue, and the
+    broker-initiated requests seen by code name. ``start_at`` is called once the connections are opening
+    and gives the wall-clock ns at which the schedule begins (now when None): the tasks of one replay
+    agree on it."""
     orders: dict[int, RecordedOrder] = defaultdict(RecordedOrder)  # one per --scale copy
     checks: dict[int, CheckBacks] = defaultdict(CheckBacks)
     conns = [_Replayed(plan, ctx, only, orders[plan.copy], checks[plan.copy]) for plan in plans]
     sel = selectors.DefaultSelector()
-    now = time.monotonic_ns()
-    start = now if start_wall_ns is None else now + (start_wall_ns - time.time_ns())
-    for conn in conns:
-        conn.start = start
-    deadline_ns: int | None = None
-    if ctx.duration_s is not None:
-        deadline_ns = start + int((ctx.duration_s + ctx.answer_timeout_s + _GRACE_S) * 1e9)
     for conn in conns:
         _connect(conn, sel)
     try:
+        agreed = None if start_at is None else start_at()
+        now = time.monotonic_ns()
+        start = now if agreed is None else now + (agreed - time.time_ns())
+        for conn in conns:
+            conn.start = start
+        deadline_ns: int | None = None
+        if ctx.duration_s is not None:
+            deadline_ns = start + int((ctx.duration_s + ctx.answer_timeout_s + _GRACE_S) * 1e9)
         _loop(conns, sel, start, deadline_ns, ctx)
     finally:
         for conn in conns:

@@ -2,9 +2,9 @@
 
 The driver plans the capture and checks the target (a target that is down fails here, before any task);
 connections are spread over as many partitions as the cluster runs at once (a partition replays all its
-connections concurrently, so none waits for another task), and a start time broadcast to every task aligns
-their schedules. Each task writes its own Parquet file and returns only counts, so a replay runs exactly
-once (nothing is recomputed from lineage).
+connections concurrently, so none waits for another task); the tasks run as one barrier stage and agree
+on a common start once all of them have opened their connections. Each task writes its own Parquet file
+and returns only counts, so a replay runs exactly once (nothing is recomputed from lineage).
 """
 
 from __future__ import annotations
@@ -19,15 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rmqtwin.codec.codes import RequestCode
 from rmqtwin.codec.command import decode_command
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.spark.replay.engine import QueueResult, replay_connections
-from rmqtwin.spark.replay.plan import CapturePlan, ConnectionPlan, load_plan
+from rmqtwin.spark.replay.plan import SEND_CODES, CapturePlan, ConnectionPlan, load_plan
 from rmqtwin.spark.replay.target import parse_broker_map, prepare_context
 from rmqtwin.spark.replay.translate import ReplayContext, request_topic
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark import Broadcast
 
 __all__ = [
     "ReplayOptions",
@@ -38,8 +40,10 @@ __all__ = [
     "run_replay",
 ]
 
-START_LEAD_S = 3.0
-"""How far ahead of submission the common start time lies: tasks (and Python workers) start meanwhile."""
+START_LEAD_S = 2.0
+"""How far after the last task reached the barrier the common start lies: Spark's barrier answers a task
+about 1 s after the last one arrived (its executor checks the coordinator's reply once a second; measured
+1,002-1,025 ms on local[2]), so every task learns the start before it is due."""
 
 
 @dataclass(slots=True)
@@ -100,24 +104,36 @@ class _PartitionResult:
     failed: dict[str, str]
 
 
-def _topics(conn: ConnectionPlan) -> set[str]:
-    topics: set[str] = set()
+_LOOSE_CODES = SEND_CODES | {RequestCode.GET_ROUTEINFO_BY_TOPIC}
+"""Requests that link a connection to no other through their topic: appends wait for no other
+connection's appends (:class:`~rmqtwin.spark.replay.engine.RecordedOrder`), route queries change nothing."""
+
+
+def _topics(conn: ConnectionPlan) -> tuple[set[str], set[str]]:
+    """(topics the connection only sends to or asks the route of, topics it uses otherwise). A
+    connection that ends transactions uses its topics otherwise: the target's check-back may come on
+    another connection of its group, whose task must hold the recorded answer."""
+    loose: set[str] = set()
+    tight: set[str] = set()
+    transactional = any(step.code == RequestCode.END_TRANSACTION for step in conn.steps)
     for step in conn.steps:
         try:
             topic = request_topic(decode_command(step.frame[4:]))
         except CodecError:
             continue
         if topic:
-            topics.add(topic)
-    return topics
+            (loose if step.code in _LOOSE_CODES and not transactional else tight).add(topic)
+    return loose - tight, tight
 
 
 def linked_units(connections: list[ConnectionPlan]) -> list[list[ConnectionPlan]]:
-    """Connections of one ``--scale`` copy that name a common topic stay together.
+    """Connections of one ``--scale`` copy linked through a topic stay together: all that name a topic
+    which one of them uses other than by sending or asking its route (pulls, offsets, admin requests).
 
     The recorded order between connections (a consumer pulling what a producer's acknowledged sends
     stored) is kept by one task's :class:`~rmqtwin.spark.replay.engine.RecordedOrder`; tasks cannot see
-    each other's answers, so connections linked through a topic must not be split across tasks."""
+    each other's answers, so linked connections must not be split across tasks. Producers that only
+    send to a topic nobody reads in the capture are not linked: they may go to different tasks."""
     parent = list(range(len(connections)))
 
     def root(i: int) -> int:
@@ -126,11 +142,17 @@ def linked_units(connections: list[ConnectionPlan]) -> list[list[ConnectionPlan]
             i = parent[i]
         return i
 
-    owner: dict[tuple[int, str], int] = {}
+    naming: dict[tuple[int, str], list[int]] = {}
+    used: set[tuple[int, str]] = set()
     for i, conn in enumerate(connections):
-        for topic in _topics(conn):
-            j = owner.setdefault((conn.copy, topic), i)
-            parent[root(i)] = root(j)
+        loose, tight = _topics(conn)
+        for topic in loose | tight:
+            naming.setdefault((conn.copy, topic), []).append(i)
+        used.update((conn.copy, topic) for topic in tight)
+    for key in used:
+        first, *rest = naming[key]
+        for j in rest:
+            parent[root(j)] = root(first)
     units: dict[int, list[ConnectionPlan]] = {}
     for i, conn in enumerate(connections):
         units.setdefault(root(i), []).append(conn)
@@ -154,15 +176,27 @@ def _scaled(plan: CapturePlan, scale: int) -> list[ConnectionPlan]:
     return [dataclasses.replace(c, copy=k) for k in range(scale) for c in plan.connections]
 
 
+def _agreed_start() -> int:
+    """The wall-clock ns at which every task of the replay begins its schedule: all tasks run at once (a
+    barrier stage), each has opened its connections, and they take the latest clock among them plus
+    :data:`START_LEAD_S`. (A start fixed by the driver before submission came 2.4 s too late for a task
+    whose Python worker was still starting on a loaded machine.)"""
+    from pyspark import BarrierTaskContext
+
+    clocks = BarrierTaskContext.get().allGather(str(time.time_ns()))
+    return max(int(c) for c in clocks) + int(START_LEAD_S * 1e9)
+
+
 def _replay_partition(
-    ctx: ReplayContext, start_wall_ns: int, only: tuple[str, ...], out: str
+    shared: Broadcast[ReplayContext], only: tuple[str, ...], out: str
 ) -> Callable[[int, Iterable[list[ConnectionPlan]]], Iterable[_PartitionResult]]:
     def run(index: int, groups: Iterable[list[ConnectionPlan]]) -> Iterator[_PartitionResult]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        ctx = shared.value
         for group in groups:
-            results, queues, seen = replay_connections(group, ctx, start_wall_ns=start_wall_ns, only=only)
+            results, queues, seen = replay_connections(group, ctx, start_at=_agreed_start, only=only)
             table = pa.Table.from_pylist([dataclasses.asdict(r) for r in results], schema=request_schema())
             pq.write_table(table, str(Path(out) / "requests" / f"part-{index:05d}.parquet"))
             failed: dict[str, str] = {}
@@ -239,9 +273,8 @@ def run_replay(opts: ReplayOptions, progress: Callable[[str], None] = print) -> 
     for old in (out / "requests").glob("part-*.parquet"):
         old.unlink()
     started = time.monotonic()
-    start_wall_ns = time.time_ns() + int(START_LEAD_S * 1e9)
     shared = sc.broadcast(ctx)
-    run = _replay_partition(shared.value, start_wall_ns, opts.only, str(out))
+    run = _replay_partition(shared, opts.only, str(out))
     scheduled_s = None if opts.speed is None else plan.duration_ns / 1e9 / opts.speed
     if opts.duration is not None and scheduled_s is not None:
         scheduled_s = min(scheduled_s, opts.duration)
@@ -249,7 +282,7 @@ def run_replay(opts: ReplayOptions, progress: Callable[[str], None] = print) -> 
     watcher = threading.Thread(target=_progress, args=(sc, started, scheduled_s, stop, progress), daemon=True)
     watcher.start()
     try:
-        parts = sc.parallelize(groups, len(groups)).mapPartitionsWithIndex(run).collect()
+        parts = sc.parallelize(groups, len(groups)).barrier().mapPartitionsWithIndex(run).collect()
     finally:
         stop.set()
         watcher.join()
@@ -289,7 +322,7 @@ def _progress(
     """Every few seconds while the job runs: elapsed against the schedule, tasks finished."""
     tracker = sc.statusTracker()  # type: ignore[attr-defined]
     while not stop.wait(5.0):
-        elapsed = time.monotonic() - started - START_LEAD_S
+        elapsed = time.monotonic() - started
         done = total = 0
         for stage_id in tracker.getActiveStageIds():
             info = tracker.getStageInfo(stage_id)

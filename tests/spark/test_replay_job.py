@@ -131,7 +131,7 @@ def test_a_standalone_cluster_of_two_workers_replays_with_the_verdicts_of_local(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``--scale 2 --scale-topics suffixed``: two copies linked by no topic, so two tasks, one per
-    worker (each has one core and both run at once from the broadcast start)."""
+    worker (each has one core and both run at once from the agreed start)."""
     cluster = standalone_cluster(2)
     before = len(cluster.completed_apps())
     outcomes: dict[str, tuple[dict[tuple[int, int, int], tuple[str, str, str]], int]] = {}

@@ -196,16 +196,40 @@ def _pull(topic: str) -> Step:
     return Step(seq=0, offset_ns=0, code=RequestCode.PULL_MESSAGE, oneway=False, frame=frame)
 
 
+def _send(topic: str) -> Step:
+    frame = encode_command(create_request(RequestCode.SEND_MESSAGE_V2, {"a": "pg", "b": topic, "e": "0"}))
+    return Step(seq=0, offset_ns=0, code=RequestCode.SEND_MESSAGE_V2, oneway=False, frame=frame)
+
+
+def _end_transaction() -> Step:
+    frame = encode_command(create_request(RequestCode.END_TRANSACTION, {"producerGroup": "pg"}))
+    return Step(seq=0, offset_ns=0, code=RequestCode.END_TRANSACTION, oneway=False, frame=frame)
+
+
 def test_connections_naming_a_common_topic_share_a_task() -> None:
     conns = [
         ConnectionPlan(0, "broker", "h:1", steps=[_pull("A")] * 5),
         ConnectionPlan(1, "broker", "h:1", steps=[_pull("B")] * 4),
         ConnectionPlan(2, "broker", "h:1", steps=[_pull("A"), _pull("C")]),
-        ConnectionPlan(3, "broker", "h:1", steps=[_pull("C")]),
+        ConnectionPlan(3, "broker", "h:1", steps=[_send("C")]),
         ConnectionPlan(4, "broker", "h:1", steps=[_pull("A")], copy=1),
     ]
     groups = partition_connections(conns, 8)
     assert sorted(sorted(c.conn_id for c in g) for g in groups) == [[0, 2, 3], [1], [4]]
+
+
+def test_producers_of_a_topic_nobody_reads_may_go_to_different_tasks() -> None:
+    conns = [
+        ConnectionPlan(0, "broker", "h:1", steps=[_send("A")] * 5),
+        ConnectionPlan(1, "broker", "h:1", steps=[_send("A")] * 5),
+        ConnectionPlan(2, "broker", "h:1", steps=[_send("B")] * 2),
+        ConnectionPlan(3, "broker", "h:1", steps=[_send("B"), _end_transaction()]),
+    ]
+    groups = partition_connections(conns, 8)
+    assert sorted(sorted(c.conn_id for c in g) for g in groups) == [[0], [1], [2, 3]]
+    reader = ConnectionPlan(4, "broker", "h:1", steps=[_pull("A")])
+    groups = partition_connections([*conns, reader], 8)
+    assert sorted(sorted(c.conn_id for c in g) for g in groups) == [[0, 1, 4], [2, 3]]
 
 
 def test_a_request_waits_for_the_answers_recorded_before_it_was_sent() -> None:
@@ -216,11 +240,18 @@ def test_a_request_waits_for_the_answers_recorded_before_it_was_sent() -> None:
     )
     pipelined = Step(seq=1, offset_ns=105, code=RequestCode.SEND_MESSAGE_V2, oneway=False, frame=b"")
     pull = Step(seq=0, offset_ns=120, code=RequestCode.PULL_MESSAGE, oneway=False, frame=b"")
+    later_send = Step(seq=2, offset_ns=130, code=RequestCode.SEND_MESSAGE_V2, oneway=False, frame=b"")
     order.expect(send)
     assert order.allows(send) and order.allows(pipelined)
     assert not order.allows(pull)
+    assert order.allows(later_send)  # sends wait for no other send
     order.settle(send)
     assert order.allows(pull)
+    beat = Step(seq=1, offset_ns=140, code=RequestCode.HEART_BEAT, oneway=False, frame=b"", answer=answer)
+    order.expect(beat)
+    assert not order.allows(
+        Step(seq=3, offset_ns=160, code=RequestCode.SEND_MESSAGE_V2, oneway=False, frame=b"")
+    )
 
 
 def test_scale_copies_with_suffixed_topics_name_their_own_topics_queues_and_offsets() -> None:
