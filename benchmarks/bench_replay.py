@@ -2,12 +2,15 @@
 
 Records N sends (two producer connections, pipelined, 1 KiB bodies) through ``rmqtwin proxy`` in front of
 a twin, then for each target (a fresh twin, a fresh real 5.5.0) in the same run: the Spark replay at
-``--speed max`` on local[2] (its send rate: answered sends over the span from first issue to last answer),
-and the Java BenchmarkProducer (async, 4 threads) against the same target. Prints one row per run and
-the ratio replay / Java producer per target.
+``--speed max`` on each master (local[2] in this process; a standalone master with 2 one-core workers
+started from PySpark's distribution, through the CLI as a user runs it; its send rate: answered sends
+over the span from first issue to last answer), and the Java BenchmarkProducer (async, 4 threads)
+against the same target. Prints one row per run and the ratio replay / Java producer per target and
+master. On the twin it first replays a capture recorded at a steady ``--paced-rate`` (1,200 sends/s) at
+``--speed 1`` on local[2] and prints the lateness p50/p99 (aim: p99 <= 5 ms at >= 1,000 requests/s).
 
     .venv/bin/python benchmarks/bench_replay.py [--sends 100000] [--targets twin,real5] [--seconds 10]
-        [--master spark://HOST:PORT]
+        [--masters local,standalone]
 
 The machine is shared: run it through /work/bin/heavy, compare rows of one run; the load average is
 printed beside each figure.
@@ -17,6 +20,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
+import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -25,6 +31,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.command import create_request
 from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
@@ -35,6 +42,7 @@ from rmqtwin.fakes.pytest_plugin import start_subprocess
 from rmqtwin.proxy.process import start_proxy
 from rmqtwin.spark.replay.job import ReplayOptions, run_replay
 from rmqtwin.spark.replay.target import call
+from rmqtwin.spark.standalone import StandaloneCluster
 
 TOPIC = "BenchReplay"
 QUEUES = 4
@@ -53,16 +61,19 @@ def create_topic(broker: str) -> None:
     assert answer.code == ResponseCode.SUCCESS, answer
 
 
-def produce(broker: str, first: int, count: int, body: bytes, window: int = 64) -> None:
-    """``count`` SEND_MESSAGE_V2 on one connection, at most ``window`` unanswered (a Java async producer)."""
+def produce(
+    broker: str, first: int, count: int, body: bytes, *, window: int = 64, rate: float | None = None
+) -> None:
+    """``count`` SEND_MESSAGE_V2 on one connection, at most ``window`` unanswered (a Java async producer),
+    flat out or ``rate`` sends per second."""
     host, _, port = broker.rpartition(":")
     conn = RemotingConnection(first_opaque=1)
-    import socket
-
+    began = time.monotonic()
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         sent = answered = 0
         while answered < count:
-            while sent < count and sent - answered < window:
+            now = time.monotonic()
+            while sent < count and sent - answered < window and (rate is None or now >= began + sent / rate):
                 i = first + sent
                 props = {"UNIQ_KEY": f"7F00000100010000BEEF{i:012X}", "WAIT": "true", "TAGS": "bench"}
                 ext = {
@@ -81,27 +92,34 @@ def produce(broker: str, first: int, count: int, body: bytes, window: int = 64) 
                 }
                 conn.send_request(create_request(RequestCode.SEND_MESSAGE_V2, ext, body), now=0, timeout=1e9)
                 sent += 1
-            sock.sendall(conn.data_to_send())
-            data = sock.recv(1 << 20)
-            assert data, "the proxy closed the connection"
-            answered += sum(isinstance(e, ResponseReceived) for e in conn.receive_data(data))
+            if out := conn.data_to_send():
+                sock.sendall(out)
+            wait = None
+            if rate is not None and sent < count and sent - answered < window:
+                wait = max(0.0, began + sent / rate - time.monotonic())
+            if select.select([sock], [], [], wait)[0]:
+                data = sock.recv(1 << 20)
+                assert data, "the proxy closed the connection"
+                answered += sum(isinstance(e, ResponseReceived) for e in conn.receive_data(data))
 
 
-def record(capture: Path, sends: int, body: bytes) -> None:
+def record(capture: Path, sends: int, body: bytes, rate: float | None = None) -> None:
+    """``sends`` through the proxy in front of a twin, on two producer connections (``rate`` in all)."""
     twin = start_subprocess(tempfile.mkdtemp(prefix="bench-replay-rec-"))
     try:
         create_topic(twin.broker_addr)
         proxy = start_proxy(twin.namesrv_addr, capture)
         try:
             route = call(proxy.namesrv, create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}))
-            from rmqtwin.codec import fastjson
-
             addrs = fastjson.loads(route.body or b"")["brokerDatas"][0]["brokerAddrs"]
             broker = addrs.get(0) or addrs["0"]
             half = sends // 2
+            each = None if rate is None else rate / 2
             threads = [
-                threading.Thread(target=produce, args=(broker, 0, half, body)),
-                threading.Thread(target=produce, args=(broker, half, sends - half, body)),
+                threading.Thread(target=produce, args=(broker, 0, half, body), kwargs={"rate": each}),
+                threading.Thread(
+                    target=produce, args=(broker, half, sends - half, body), kwargs={"rate": each}
+                ),
             ]
             for t in threads:
                 t.start()
@@ -119,31 +137,35 @@ def load() -> str:
 
 
 def replay_rate(capture: Path, namesrv: str, out: Path, master: str | None) -> tuple[float, int, float]:
-    """(answered sends per second, sends answered SUCCESS, job wall seconds)."""
-    summary = run_replay(
-        ReplayOptions(input=str(capture), target=namesrv, out=str(out), speed=None, master=master),
-        progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True),
-    )
+    """(answered sends per second, sends answered SUCCESS, job wall seconds); ``master`` None is local[2]
+    in this process, a URL runs ``rmqtwin spark replay --master URL`` as a user would."""
+    started = time.monotonic()
+    if master is None:
+        run_replay(
+            ReplayOptions(input=str(capture), target=namesrv, out=str(out), speed=None),
+            progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True),
+        )
+    else:
+        argv = [sys.executable, "-m", "rmqtwin", "spark", "replay", str(capture), "--target", namesrv]
+        proc = subprocess.run([*argv, "--speed", "max", "--out", str(out), "--master", master], check=False)
+        assert proc.returncode in (0, 3), proc  # 3: answers diverged (send offsets of two producers)
+    wall = time.monotonic() - started
     rows = pq.read_table(out / "requests").to_pylist()
     sends = [r for r in rows if r["code_name"] == "SEND_MESSAGE_V2" and r["replayed_code"] is not None]
     ok = sum(1 for r in sends if r["replayed_code"] == ResponseCode.SUCCESS)
     begin = min(r["actual_ms"] for r in sends)
     end = max(r["actual_ms"] + r["replayed_latency_ms"] for r in sends)
-    return ok / ((end - begin) / 1000), ok, summary.wall_s
+    return ok / ((end - begin) / 1000), ok, wall
 
 
-def lateness(
-    capture: Path, namesrv: str, out: Path, seconds: float, master: str | None
-) -> tuple[float, float, float]:
-    """(requests/s scheduled, lateness p50 ms, p99 ms) of a ``--speed 1`` replay of the first seconds."""
+def lateness(capture: Path, namesrv: str, out: Path) -> tuple[float, float, float]:
+    """(requests/s scheduled, lateness p50 ms, p99 ms) of a ``--speed 1`` replay."""
     import pandas as pd
 
     from rmqtwin.spark.replay.report import lateness_percentiles
 
     run_replay(
-        ReplayOptions(
-            input=str(capture), target=namesrv, out=str(out), speed=1.0, duration=seconds, master=master
-        ),
+        ReplayOptions(input=str(capture), target=namesrv, out=str(out), speed=1.0),
         progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True),
     )
     rows = pd.read_parquet(out / "requests")
@@ -175,53 +197,85 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sends", type=int, default=100_000)
     parser.add_argument("--body", type=int, default=1024)
     parser.add_argument("--targets", default="twin,real5", help="twin, real5 (comma-separated)")
+    parser.add_argument("--masters", default="local,standalone", help="local, standalone (comma-separated)")
     parser.add_argument("--seconds", type=float, default=10.0, help="Java producer's measured duration")
-    parser.add_argument("--master", help="Spark master URL (default local[2])")
+    parser.add_argument(
+        "--paced-rate", type=float, default=1200.0, help="sends/s of the capture replayed at --speed 1"
+    )
+    parser.add_argument("--paced-seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--capture", type=Path, help="replay this capture of the bench topic, recorded before"
+    )
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-replay-"))
-    capture = work / "sends.rmqcap"
+    capture = args.capture or work / "sends.rmqcap"
     started = time.monotonic()
-    record(capture, args.sends, b"x" * args.body)
-    print(f"recorded {args.sends} sends in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
-    rows: list[tuple[str, float, int, float, float]] = []
-    for name in [t for t in args.targets.split(",") if t]:
-        if name == "twin":
-            twin = start_subprocess(str(work / "target-twin"))
-            stop, namesrv, broker, client = twin.stop, twin.namesrv_addr, twin.broker_addr, JavaClient("5")
-        elif name == "real5":
-            rmq = RealRocketMQ("5").start()
-            stop, namesrv, broker, client = (
-                lambda r=rmq: r.stop(graceful=False),
-                rmq.namesrv_addr,
-                rmq.broker_addr,
-                JavaClient("5"),
-            )
-        else:
-            parser.error(f"unknown target {name}")
-        try:
-            create_topic(broker)
+    if args.capture is None:
+        record(capture, args.sends, b"x" * args.body)
+        print(
+            f"recorded {args.sends} sends in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True
+        )
+    masters = [m for m in args.masters.split(",") if m]
+    paced = work / "paced.rmqcap"
+    if "twin" in args.targets and "local" in masters:
+        record(paced, int(args.paced_rate * args.paced_seconds), b"x" * args.body, rate=args.paced_rate)
+    cluster: StandaloneCluster | None = None
+    if "standalone" in masters:
+        cluster = StandaloneCluster(workers=2, work_dir=work / "standalone").start()
+    rows: list[tuple[str, str, float, int, float, float]] = []
+    try:
+        for name in [t for t in args.targets.split(",") if t]:
             if name == "twin":
-                rps, p50, p99 = lateness(capture, namesrv, work / "out-lateness", 3.0, args.master)
-                print(
-                    f"lateness at --speed 1 on {name}: {rps:,.0f} requests/s scheduled, p50 {p50:.2f} ms, "
-                    f"p99 {p99:.2f} ms (aim: p99 <= 5 ms); {load()}",
-                    flush=True,
+                twin = start_subprocess(str(work / "target-twin"))
+                stop, namesrv, broker, client = (
+                    twin.stop,
+                    twin.namesrv_addr,
+                    twin.broker_addr,
+                    JavaClient("5"),
                 )
-            rate, ok, wall = replay_rate(capture, namesrv, work / f"out-{name}", args.master)
-            print(f"  replay on {name}: {rate:,.0f} sends/s; {load()}", file=sys.stderr, flush=True)
-            java = java_rate(namesrv, client, args.seconds, args.body)
-            print(f"  Java producer on {name}: {java:,.0f} msg/s; {load()}", file=sys.stderr, flush=True)
-        finally:
-            stop()
-        rows.append((name, rate, ok, wall, java))
+            elif name == "real5":
+                rmq = RealRocketMQ("5").start()
+                stop, namesrv, broker, client = (
+                    lambda r=rmq: r.stop(graceful=False),
+                    rmq.namesrv_addr,
+                    rmq.broker_addr,
+                    JavaClient("5"),
+                )
+            else:
+                parser.error(f"unknown target {name}")
+            try:
+                create_topic(broker)
+                if name == "twin" and "local" in masters:
+                    rps, p50, p99 = lateness(paced, namesrv, work / "out-lateness")
+                    print(
+                        f"lateness at --speed 1 on {name}, local[2]: {rps:,.0f} requests/s scheduled, "
+                        f"p50 {p50:.2f} ms, p99 {p99:.2f} ms (aim: p99 <= 5 ms); {load()}",
+                        flush=True,
+                    )
+                replays: list[tuple[str, float, int, float]] = []
+                for master in masters:
+                    url = None if master == "local" else cluster.master_url if cluster else None
+                    rate, ok, wall = replay_rate(capture, namesrv, work / f"out-{name}-{master}", url)
+                    print(f"  replay on {name}, {master}: {rate:,.0f} sends/s; {load()}", file=sys.stderr)
+                    replays.append((master, rate, ok, wall))
+                java = java_rate(namesrv, client, args.seconds, args.body)
+                print(f"  Java producer on {name}: {java:,.0f} msg/s; {load()}", file=sys.stderr, flush=True)
+            finally:
+                stop()
+            rows += [(name, master, rate, ok, wall, java) for master, rate, ok, wall in replays]
+    finally:
+        if cluster is not None:
+            cluster.stop()
     print(
-        f"{'target':8} {'replay sends/s':>15} {'answered ok':>12} {'job wall s':>11} {'java async tps':>15}"
+        f"{'target':8} {'master':11} {'replay sends/s':>15} {'answered ok':>12} {'job wall s':>11} "
+        f"{'java async tps':>15}"
     )
-    for name, rate, ok, wall, java in rows:
-        print(f"{name:8} {rate:15,.0f} {ok:12,} {wall:11.1f} {java:15,.0f}")
-    for name, rate, _, _, java in rows:
-        print(f"ratio {name}: replay --speed max / Java producer = {rate / java:.2f}x (aim >= 0.8x)")
-    print(f"master {args.master or 'local[2]'}; {load()} at the end (2 cores, shared)")
+    for name, master, rate, ok, wall, java in rows:
+        print(f"{name:8} {master:11} {rate:15,.0f} {ok:12,} {wall:11.1f} {java:15,.0f}")
+    for name, master, rate, _, _, java in rows:
+        where = "local[2]" if master == "local" else "standalone 2 workers"
+        print(f"ratio {name}, {where}: replay --speed max / Java producer = {rate / java:.2f}x (aim >= 0.8x)")
+    print(f"{load()} at the end (2 cores, shared)")
     return 0
 
 
