@@ -278,6 +278,31 @@ def _more_request_cases(topic: str, group: str, client: str) -> Iterator[Case]:
         "VIEW_MESSAGE_BY_ID at commit-log offset 2^40",
         _request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(1 << 40)}, client=client),
     )
+    yield from _fuzz_found_cases(group, client)
+
+
+def _fuzz_found_cases(group: str, client: str) -> Iterator[Case]:
+    """What the broker fuzz run once found the twin mishandling (tests/fuzz_corpus/found), side by side."""
+    for label, bad in [("nul", "a\x00b"), ("dot-dot", ".."), ("dot", ".")]:
+        yield Case(
+            f"earliest-time-topic-{label}-c{client}",
+            f"GET_EARLIEST_MSG_STORETIME of topic {bad!r}",
+            _request(RequestCode.GET_EARLIEST_MSG_STORETIME, {"topic": bad, "queueId": "0"}, client=client),
+        )
+        yield Case(
+            f"query-offset-topic-{label}-c{client}",
+            f"QUERY_CONSUMER_OFFSET of topic {bad!r}",
+            _request(
+                RequestCode.QUERY_CONSUMER_OFFSET,
+                {"consumerGroup": group, "topic": bad, "queueId": "0"},
+                client=client,
+            ),
+        )
+    yield Case(
+        f"update-broker-config-not-utf8-c{client}",
+        "UPDATE_BROKER_CONFIG with a body that is not UTF-8 (an unknown key)",
+        _request(RequestCode.UPDATE_BROKER_CONFIG, {}, b"rmqtwinBadInput=\xbb\xbb\xff", client=client),
+    )
 
 
 def _binary_header(
