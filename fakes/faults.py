@@ -14,10 +14,9 @@ from typing import Any
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.internet.task import deferLater
 
-from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.command import RemotingCommand
 from rmqtwin.fakes.dispatch import Channel, Dispatcher, HandlerResult, response
-from rmqtwin.proxy.faults import BODY_EFFECTS, PULL_CODES, FaultEngine, FaultRule, FrameFacts
+from rmqtwin.proxy.faults import BODY_EFFECTS, FaultEngine, FaultRule, FrameFacts
 
 __all__ = ["TwinFaults", "install_faults"]
 
@@ -47,11 +46,18 @@ class TwinFaults:
             if rule is not None:
                 return self._before(rule, channel, request)
         if holding["response"] and not request.is_oneway:
-            rule = self.engine.match("response", facts, client, self.address)
-            if rule is not None:
-                answer: Deferred[RemotingCommand | None] = maybeDeferred(self._handler, channel, request)
-                return answer.addCallback(self._after, rule, channel, facts)
+            # matched against the handler's answer (its code decides whether a pull answer has a body)
+            answer: Deferred[RemotingCommand | None] = maybeDeferred(self._handler, channel, request)
+            return answer.addCallback(self._answered, channel, facts, client)
         return None
+
+    def _answered(
+        self, answer: RemotingCommand | None, channel: Channel, facts: FrameFacts, client: str
+    ) -> Any:
+        if answer is None:
+            return None
+        rule = self.engine.match("response", facts, client, self.address, answer_code=int(answer.code))
+        return answer if rule is None else self._after(answer, rule, channel, facts)
 
     def _handler(self, channel: Channel, request: RemotingCommand) -> Any:
         """The request's own handler (a result or a Deferred of one: either chains into a Deferred)."""
@@ -71,12 +77,8 @@ class TwinFaults:
             _close(channel, abort=effect == "reset")
         return _nothing()
 
-    def _after(
-        self, answer: RemotingCommand | None, rule: FaultRule, channel: Channel, facts: FrameFacts
-    ) -> Any:
+    def _after(self, answer: RemotingCommand, rule: FaultRule, channel: Channel, facts: FrameFacts) -> Any:
         effect = rule.effect
-        if answer is None:
-            return None
         if effect == "latency":
             return deferLater(self.reactor, rule.latency_seconds(), lambda: answer)
         if effect == "bandwidth":
@@ -89,7 +91,7 @@ class TwinFaults:
         if effect in ("close", "reset"):
             _close(channel, abort=effect == "reset")
             return None
-        if facts.code in PULL_CODES and answer.code == ResponseCode.SUCCESS and answer.body:
+        if answer.body:  # a successful pull answer (FaultEngine.match)
             changed = BODY_EFFECTS[effect](answer.body)
             if changed is not None:
                 answer.body = changed

@@ -275,8 +275,14 @@ class FaultEngine:
         for direction in ("request", "response"):
             self.holding[direction] = any(r.enabled and r.direction == direction for r in self.rules.values())
 
-    def match(self, direction: str, facts: FrameFacts, client: str, broker: str) -> FaultRule | None:
-        """The first enabled rule matching this frame that applies now (its limits and dice allowing)."""
+    def match(
+        self, direction: str, facts: FrameFacts, client: str, broker: str, *, answer_code: int | None = None
+    ) -> FaultRule | None:
+        """The first enabled rule matching this frame that applies now (its limits and dice allowing).
+
+        ``answer_code`` is the response's code: ``corrupt`` and ``duplicate`` match only successful pull
+        answers (a pull answered PULL_NOT_FOUND has no message to change, so it is not counted).
+        """
         now = self.clock()
         for rule in list(self.rules.values()):
             if not rule.enabled or rule.direction != direction:
@@ -294,6 +300,10 @@ class FaultEngine:
             if rule.client is not None and not _address_matches(rule.client, client):
                 continue
             if rule.broker is not None and not _address_matches(rule.broker, broker):
+                continue
+            if rule.effect in BODY_EFFECTS and (
+                facts.code not in PULL_CODES or answer_code != ResponseCode.SUCCESS
+            ):
                 continue
             rule.seen += 1
             if rule.seen <= rule.skip:
@@ -423,7 +433,7 @@ class FaultHook(Hook):
             if request is None:
                 return frame
             peek, facts = answer, request
-            rule = self.engine.match("response", facts, self.client, self.broker)
+            rule = self.engine.match("response", facts, self.client, self.broker, answer_code=answer.code)
         if rule is None:
             return frame
         return self._apply(rule, direction, frame, peek, facts, out)
@@ -457,7 +467,5 @@ class FaultHook(Hook):
         if effect in ("close", "reset"):
             out.append(Close(f"fault {rule.name}: {effect}", abort=effect == "reset"))
             return None
-        if facts.code in PULL_CODES and peek.code == ResponseCode.SUCCESS:
-            changed = _with_body(frame, BODY_EFFECTS[effect])
-            return frame if changed is None else changed
-        return frame
+        changed = _with_body(frame, BODY_EFFECTS[effect])  # a successful pull answer (see match)
+        return frame if changed is None else changed

@@ -154,6 +154,17 @@ def test_corrupt_breaks_the_first_bodys_crc_and_duplicate_delivers_it_twice() ->
     assert struct.unpack_from(">I", sent)[0] == len(sent) - 4
 
 
+def test_a_pull_answer_without_messages_does_not_use_up_a_body_rule() -> None:
+    """``count=1`` means one changed delivery: an empty answer (PULL_NOT_FOUND) is passed and not counted."""
+    engine, session, _ = setup({"effect": "duplicate", "codes": ["PULL_MESSAGE"], "count": 1})
+    empty = json_frame(19, 8, flag=1, ext={"nextBeginOffset": "0"})
+    assert play(session, (C2S, PULL), (S2C, empty))[2:] == [Send(S2C, empty), Record(S2C, [empty])]
+    assert (engine.rules["rule1"].seen, engine.rules["rule1"].hits) == (0, 0)
+    out = play(session, (C2S, PULL), (S2C, _pull_answer([b"one"])))
+    sent = next(c for c in out if isinstance(c, Send) and c.to == S2C).data
+    assert [m.body for m in _records(sent)] == [b"one", b"one"] and engine.rules["rule1"].hits == 1
+
+
 @pytest.mark.parametrize(
     ("spec", "reason"),
     [
