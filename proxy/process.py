@@ -27,6 +27,8 @@ class ProxyProcess:
     """The proxy's namesrv address, ``host:port``: the only setting clients need."""
     capture: Path
     log_path: Path
+    faults_url: str | None = None
+    """The fault API's base URL when started with ``faults=True``."""
 
     def log(self) -> str:
         """What the proxy wrote to stderr: warnings, and errors that closed a connection."""
@@ -52,24 +54,34 @@ def start_proxy(
     *extra: str,
     ready_timeout: float = 30.0,
     record: bool = True,
+    faults: bool = False,
 ) -> ProxyProcess:
     """Start ``rmqtwin proxy --upstream UPSTREAM --port 0 --capture CAPTURE EXTRA…`` and wait until ready.
 
     With ``record=False`` the proxy only forwards (no ``--capture``); ``capture`` then only names
-    where its log goes.
+    where its log goes. ``faults=True`` adds its fault API on a free loopback port (``faults_url``).
     """
     capture = Path(capture)
     log_path = capture.with_name(capture.name + ".log")
     cmd = [sys.executable, "-m", "rmqtwin", "proxy", "--upstream", upstream, "--port", "0"]
-    cmd += [*(["--capture", str(capture)] if record else []), *extra]
+    cmd += [
+        *(["--capture", str(capture)] if record else []),
+        *(["--faults-port", "0"] if faults else []),
+        *extra,
+    ]
     with log_path.open("w") as log:
         process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
     assert process.stdout is not None
     ready, _, _ = select.select([process.stdout], [], [], ready_timeout)
     line = process.stdout.readline() if ready else ""
     match = re.search(r"listening on (\S+) ", line)
-    if match is None:
+    faults_url = None
+    if match is not None and faults:
+        # printed right after the first line (and maybe read with it into the pipe's buffer already)
+        api = re.search(r"fault API on (\S+)", process.stdout.readline())
+        faults_url = api.group(1) if api is not None else None
+    if match is None or (faults and faults_url is None):
         process.kill()
         process.wait()
         raise RuntimeError(f"rmqtwin proxy did not start: {line!r}\n{log_path.read_text()}")
-    return ProxyProcess(process, match.group(1), capture, log_path)
+    return ProxyProcess(process, match.group(1), capture, log_path, faults_url)

@@ -12,6 +12,7 @@ import pytest
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.conformance.java_client import JavaClient, MQAdminResult
 from rmqtwin.conformance.runner import TWIN_BROKER_CONF
+from rmqtwin.fakes.pytest_plugin import TwinFaultControl
 from tests.fakes.helpers import call
 
 
@@ -21,6 +22,8 @@ class Target:
     namesrv_addr: str
     broker_addr: str
     client: JavaClient
+    faults: TwinFaultControl | None = None
+    """The twin's own fault rules (None for a real cluster)."""
 
     def mqadmin(self, *args: str) -> MQAdminResult:
         """mqadmin against this target; a command that timed out (a loaded machine) is run once more."""
@@ -75,7 +78,7 @@ def make_target(
                 rocketmq_version=version,
             )
         twin = twins[key]
-        return Target(name, twin.namesrv_addr, twin.broker_addr, java_client_factory(line))
+        return Target(name, twin.namesrv_addr, twin.broker_addr, java_client_factory(line), twin.faults)
     line = name.removeprefix("real-")
     real = request.getfixturevalue("real_rocketmq_factory")(line, broker_conf_overrides=overrides)
     return Target(name, real.namesrv_addr, real.broker_addr, java_client_factory(line))

@@ -195,6 +195,12 @@ final class Events {
         }
         e.put("responseCode", code);
         e.put("message", String.valueOf(t.getMessage()));
+        // The whole chain: a timeout or a lost connection hides behind the client's wrappers.
+        List<String> causes = new ArrayList<>();
+        for (Throwable c = t.getCause(); c != null && causes.size() < 8; c = c.getCause() == c ? null : c.getCause()) {
+            causes.add(c.getClass().getName());
+        }
+        e.put("causes", causes);
     }
 
     static void putSendResult(Map<String, Object> e, SendResult r) {

@@ -211,10 +211,18 @@ public final class Producer {
     }
 
     static void failed(int index, String mode, Throwable t) {
+        failed(index, mode, t, -1);
+    }
+
+    /** A failed send; {@code startNanos} (when known) gives its latencyMs, e.g. against sendMsgTimeout. */
+    static void failed(int index, String mode, Throwable t, long startNanos) {
         FAILED.incrementAndGet();
         Map<String, Object> e = Events.error(t);
         e.put("index", index);
         e.put("mode", mode);
+        if (startNanos >= 0) {
+            e.put("latencyMs", (System.nanoTime() - startNanos) / 1_000_000);
+        }
         Events.emit(e);
     }
 
@@ -225,11 +233,14 @@ public final class Producer {
     }
 
     static void send(DefaultMQProducer producer, Message msg, String mode, int index, CountDownLatch pending) {
+        long start = System.nanoTime();
         try {
             switch (mode) {
                 case "sync":
                     SendResult result = producer.send(msg);
-                    succeeded(sentEvent(index, mode, msg), result);
+                    Map<String, Object> done = sentEvent(index, mode, msg);
+                    done.put("latencyMs", (System.nanoTime() - start) / 1_000_000);
+                    succeeded(done, result);
                     break;
                 case "oneway":
                     producer.sendOneway(msg);
@@ -243,13 +254,15 @@ public final class Producer {
                     producer.send(msg, new SendCallback() {
                         @Override
                         public void onSuccess(SendResult r) {
-                            succeeded(sentEvent(index, mode, msg), r);
+                            Map<String, Object> done = sentEvent(index, mode, msg);
+                            done.put("latencyMs", (System.nanoTime() - start) / 1_000_000);
+                            succeeded(done, r);
                             pending.countDown();
                         }
 
                         @Override
                         public void onException(Throwable t) {
-                            failed(index, mode, t);
+                            failed(index, mode, t, start);
                             pending.countDown();
                         }
                     });
@@ -258,7 +271,7 @@ public final class Producer {
                     throw new IllegalArgumentException("unknown send mode " + mode);
             }
         } catch (Exception ex) {
-            failed(index, mode, ex);
+            failed(index, mode, ex, start);
             if ("async".equals(mode)) {
                 pending.countDown();
             }

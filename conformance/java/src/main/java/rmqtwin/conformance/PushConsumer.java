@@ -27,7 +27,8 @@ import org.apache.rocketmq.common.message.MessageExt;
  * times}: answer RECONSUME_LATER (SUSPEND_CURRENT_QUEUE_A_MOMENT when orderly) for matching
  * messages until they come back with reconsumeTimes &gt;= times; consumeThreads, pullBatchSize,
  * consumeBatchMaxSize (above 1, each "received" event has the size of the listener call's "batch"),
- * maxReconsumeTimes, suspendMillis, delayLevelWhenNextConsume, trace (enableMsgTrace) and traceTopic, acl {accessKey,
+ * maxReconsumeTimes, suspendMillis, pullDelayOnExceptionMs (pullTimeDelayMillsWhenException: the back-off
+ * after a failed pull), delayLevelWhenNextConsume, trace (enableMsgTrace) and traceTopic, acl {accessKey,
  * secretKey} (sign with AclClientRPCHook).
  */
 public final class PushConsumer {
@@ -51,6 +52,7 @@ public final class PushConsumer {
         started.put("driver", "push_consumer");
         started.put("clientVersion", Events.clientVersion());
         started.put("clientId", consumer.buildMQClientId());
+        started.put("ts", System.currentTimeMillis());
         Events.emit(started);
 
         long expect = Events.num(spec, "expect", 0);
@@ -119,6 +121,11 @@ public final class PushConsumer {
         consumer.setConsumeMessageBatchMaxSize(BATCH_MAX);
         consumer.setMaxReconsumeTimes((int) Events.num(spec, "maxReconsumeTimes", 16));
         consumer.setSuspendCurrentQueueTimeMillis(Events.num(spec, "suspendMillis", 1000));
+        if (spec.has("pullDelayOnExceptionMs")) {
+            // The impl copied DefaultMQPushConsumer's value when it was built: set it there.
+            consumer.getDefaultMQPushConsumerImpl()
+                .setPullTimeDelayMillsWhenException(Events.num(spec, "pullDelayOnExceptionMs", 1000));
+        }
         if (spec.has("subscriptions")) {
             for (JsonElement e : Events.array(spec, "subscriptions")) {
                 subscribe(consumer, e.getAsJsonObject());
@@ -168,6 +175,7 @@ public final class PushConsumer {
             e.putAll(Events.message(m));
             e.put("answer", ok ? okName : laterName);
             e.put("thread", Thread.currentThread().getName());
+            e.put("ts", System.currentTimeMillis());
             if (BATCH_MAX > 1) {
                 e.put("batch", msgs.size());
             }
