@@ -144,7 +144,16 @@ class BrokerController:
             store=self.store,
         )
         self.group_admin = GroupAdminProcessor(config, self.groups, self.offsets, self.consumers)
-        self.reply = ReplyProcessor(self)
+        self.reply = ReplyProcessor(
+            config=config,
+            send=self.send,
+            producers=self.producers,
+            store=self.store,
+            stats=self.stats,
+            store_host=self.store_host,
+            now_ms=self.now_ms,
+            notify_message_arriving=self.notify_message_arriving,
+        )
         self.dispatcher = self._build_dispatcher()
         self.acl = self._enable_acl() if config.acl_enable else None
         self.namesrv = NamesrvClient(self, reactor) if reactor is not None else None

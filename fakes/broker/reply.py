@@ -12,6 +12,7 @@ is stored like any message, whatever the push did, and the answer carries its of
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from twisted.internet.defer import Deferred, succeed
@@ -30,7 +31,11 @@ from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_str
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
     from rmqtwin.codec.headers import SendMessageRequestHeader
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.broker.clients import ProducerManager
+    from rmqtwin.fakes.broker.send import SendProcessor
+    from rmqtwin.fakes.broker.stats import BrokerStats
+    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.store_mirror.message_store import MessageStore
 
 _STORED = (
     PutMessageStatus.PUT_OK,
@@ -41,15 +46,34 @@ _STORED = (
 
 
 class ReplyProcessor:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
+    """SEND_REPLY_MESSAGE(_V2) (``ReplyMessageProcessor``): checked as a send is, pushed to the requester."""
+
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        send: SendProcessor,
+        producers: ProducerManager,
+        store: MessageStore,
+        stats: BrokerStats,
+        store_host: tuple[str, int],
+        now_ms: Callable[[], int],
+        notify_message_arriving: Callable[[str, int], None],
+    ) -> None:
+        self.config = config
+        self.send = send
+        self.producers = producers
+        self.store = store
+        self.stats = stats
+        self.store_host = store_host
+        self.now_ms = now_ms
+        self.notify_message_arriving = notify_message_arriving
 
     def send_reply_message(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand | Deferred[RemotingCommand]:
-        broker = self.broker
         header = send_header(request)
-        config, failure = broker.send.msg_check(channel, header)
+        config, failure = self.send.msg_check(channel, header)
         if failure is not None or config is None:
             return failure  # type: ignore[return-value]
         queue_id = header.queue_id
@@ -65,7 +89,7 @@ class ReplyProcessor:
             properties_string=header.properties or "",
             born_timestamp=header.born_timestamp,
             born_host=host_tuple(channel.remote_addr),
-            store_host=broker.store_host,
+            store_host=self.store_host,
             reconsume_times=header.reconsume_times or 0,
         )
         pushed = self._push_reply(channel, header, msg)
@@ -74,11 +98,11 @@ class ReplyProcessor:
             ext: SendMessageResponseHeader | None = None
             if push_remark is None:  # "set to zero to avoid client decoding exception"
                 ext = SendMessageResponseHeader(msg_id="0", queue_id=queue_id, queue_offset=0)
-            if broker.config.store_reply_message_enable:
-                result = broker.store.put_message(msg)
+            if self.config.store_reply_message_enable:
+                result = self.store.put_message(msg)
                 if result.status in _STORED and result.append is not None:
-                    broker.stats.on_put(msg.topic, result.append.msg_num or 1)
-                    broker.notify_message_arriving(msg.topic, queue_id)
+                    self.stats.on_put(msg.topic, result.append.msg_num or 1)
+                    self.notify_message_arriving(msg.topic, queue_id)
                     ext = SendMessageResponseHeader(
                         msg_id=result.append.msg_id,
                         queue_id=queue_id,
@@ -86,8 +110,8 @@ class ReplyProcessor:
                     )
             code = ResponseCode.SYSTEM_ERROR if push_remark is not None else ResponseCode.SUCCESS
             if ext is None:
-                return response(code, push_remark, broker.send._send_response_ext())
-            ext.msg_region, ext.trace_on = broker.config.region_id, broker.config.trace_on
+                return response(code, push_remark, self.send._send_response_ext())
+            ext.msg_region, ext.trace_on = self.config.region_id, self.config.trace_on
             return response(code, push_remark, ext)
 
         return pushed.addCallback(answer)
@@ -96,19 +120,18 @@ class ReplyProcessor:
         self, channel: Channel, header: SendMessageRequestHeader, msg: MessageExtBrokerInner
     ) -> Deferred[str | None]:
         """``pushReplyMessage``: None when the requester took the reply, else the answer's remark."""
-        broker = self.broker
         sender_id = msg.properties.get(MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT)
         if sender_id is None:
             return succeed(
                 f"reply message properties[{MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT}] is null"
             )
-        requester = broker.producers.find_channel(sender_id)
+        requester = self.producers.find_channel(sender_id)
         if requester is None:
             return succeed(f"push reply message fail, channel of <{sender_id}> not found.")
         born_host, born_port = host_tuple(channel.remote_addr)
-        store_ip, store_port = broker.store_host
+        store_ip, store_port = self.store_host
         pushed_props = dict(msg.properties)
-        pushed_props[MessageConst.PROPERTY_PUSH_REPLY_TIME] = str(broker.now_ms())
+        pushed_props[MessageConst.PROPERTY_PUSH_REPLY_TIME] = str(self.now_ms())
         push = request_command(
             RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT,
             ReplyMessageRequestHeader(
@@ -125,7 +148,7 @@ class ReplyProcessor:
                 unit_mode=header.unit_mode,
                 born_host=f"{born_host}:{born_port}",
                 store_host=f"{store_ip}:{store_port}",
-                store_timestamp=broker.now_ms(),
+                store_timestamp=self.now_ms(),
             ),
             msg.body,
         )
