@@ -60,8 +60,16 @@ def _sent_by_scenarios(directory: Path = CATALOG_DIR) -> dict[int, list[str]]:
     return sent
 
 
-_HA = "master/slave (HA, acting master, broker container): issue 20 part 1, not modelled yet"
-_CONTROLLER = "out of scope: the 5.x controller (DLedger-based controller mode)"
+_ACTING_MASTER = (
+    "out of scope: 5.x acting master (enableSlaveActingMaster); master/slave replication itself is "
+    "the HA port's protocol (docs/fakes.md)"
+)
+_AUTO_SWITCH = "out of scope: 5.x auto-switch HA, which only the controller mode uses"
+_CONTAINER = "out of scope: 5.x broker container (several brokers in one JVM)"
+_CONTROLLER = (
+    "out of scope: the 5.x controller (DLedger-based controller mode): it elects masters over the "
+    "DLedger Raft log, which has no place in a test double of a fixed master/slave cluster"
+)
 OUT_OF_SCOPE: dict[int, str] = {
     **{
         code: "ACL 1.0 admin: not modelled, edit plain_acl.yml (reloaded) instead"
@@ -76,7 +84,12 @@ OUT_OF_SCOPE: dict[int, str] = {
     401: "5.x client-side load balancing off the broker not modelled yet",
     402: "5.x client-side load balancing off the broker not modelled yet",
     513: "out of scope: static topics (logical queues)",
-    **{code: _HA for code in range(901, 909)},
+    901: _ACTING_MASTER,
+    902: _CONTAINER,
+    903: _CONTAINER,
+    904: _ACTING_MASTER,
+    905: _ACTING_MASTER,
+    **{code: _AUTO_SWITCH for code in range(906, 909)},
     **{code: _CONTROLLER for code in range(1001, 1014)},
     **{code: "out of scope: tiered storage and cold-data flow control" for code in range(2001, 2005)},
     **{code: "ACL 2.0 (users and policies) not modelled" for code in range(3001, 3011)},
@@ -87,7 +100,9 @@ OUT_OF_SCOPE: dict[int, str] = {
     200151: "5.x batch ack not modelled yet",
 }
 """Why a code a real server serves is not handled by the twin (DLedger itself has no remoting codes: its
-replication speaks its own protocol, out of scope with the controller)."""
+replication speaks its own protocol, out of scope with the controller: a DLedger commitlog
+(enableDLegerCommitLog) elects its master by Raft, while the twin models the fixed master/slave roles
+of broker.conf and their HA port)."""
 
 
 def _real_cell(answer: CodeAnswer | None) -> str:

@@ -30,6 +30,10 @@ Use::
     # Two brokers (broker-a, broker-b) in one cluster:
     RealRocketMQ("4.9", brokers=2).broker_addrs
 
+    # A real slave of a master registered with another name server (a twin's, say):
+    RealRocketMQ("5", namesrv_addr=twin_namesrv, broker_conf_overrides={
+        "brokerName": "broker-a", "brokerId": 1, "brokerRole": "SLAVE"})
+
 ``start()`` returns once every broker is listed by the name server (GET_BROKER_CLUSTER_INFO
 over a socket), not after a sleep; a process that dies or a timeout raises ``RealRocketMQError``
 with the tail of its logs. ``stop()`` sends SIGTERM, waits, then kills. Every process gets its
@@ -583,6 +587,7 @@ DEFAULT_BROKER_CONF: dict[str, object] = {
     "brokerClusterName": "rmqtwin",
     "brokerId": 0,
     "brokerIP1": "127.0.0.1",
+    "brokerIP2": "127.0.0.1",  # the HA address it registers (Java's default: this host's outbound address)
     "brokerRole": "ASYNC_MASTER",
     "flushDiskType": "ASYNC_FLUSH",
     "mappedFileSizeCommitLog": 16 * 1024 * 1024,
@@ -638,9 +643,10 @@ class RealRocketMQ:
         broker_heap_mb: int = 384,
         start_timeout: float = 240.0,
         conf_files: Mapping[str, str] | None = None,
+        namesrv_addr: str | None = None,
     ) -> None:
-        if brokers < 1:
-            raise ValueError("brokers must be at least 1")
+        if brokers < 0 or (brokers == 0 and namesrv_addr is not None):
+            raise ValueError("brokers must be at least 1 (0: a name server alone)")
         self.version = resolve_version(version)
         self.broker_names = [f"broker-{chr(ord('a') + i)}" for i in range(brokers)]
         self._store_root = Path(store_dir).resolve() if store_dir is not None else None
@@ -657,6 +663,9 @@ class RealRocketMQ:
         self.namesrv: JavaProcess | None = None
         self.brokers: list[JavaProcess] = []
         self.namesrv_port = 0
+        self.external_namesrv = namesrv_addr
+        """A name server already running (a twin's, say): none is started, the brokers register there."""
+        self._started = False
         self.broker_ports: list[int] = []
         self.store_dirs: list[Path] = []
         self._lock = threading.Lock()
@@ -667,7 +676,7 @@ class RealRocketMQ:
     @property
     def namesrv_addr(self) -> str:
         self._require_started()
-        return f"127.0.0.1:{self.namesrv_port}"
+        return self.external_namesrv or f"127.0.0.1:{self.namesrv_port}"
 
     @property
     def broker_addrs(self) -> list[str]:
@@ -685,10 +694,12 @@ class RealRocketMQ:
 
     @property
     def running(self) -> bool:
-        return self.namesrv is not None and self.namesrv.alive() and all(b.alive() for b in self.brokers)
+        own = self.namesrv
+        namesrv_alive = self.external_namesrv is not None or (own is not None and own.alive())
+        return self._started and namesrv_alive and all(b.alive() for b in self.brokers)
 
     def _require_started(self) -> None:
-        if self.namesrv is None:
+        if not self._started:
             raise RealRocketMQError("RealRocketMQ is not started")
 
     # -- life cycle -----------------------------------------------------------------------------
@@ -707,7 +718,7 @@ class RealRocketMQ:
 
     def start(self) -> RealRocketMQ:
         with self._lock:
-            if self.namesrv is not None:
+            if self._started:
                 return self
             lib = fetch(self.version)
             classpath = f"{lib}/*"
@@ -717,9 +728,14 @@ class RealRocketMQ:
             _live.add(self)
             deadline = time.monotonic() + self.start_timeout
             try:
-                self._start_namesrv(classpath, deadline)
+                self._started = True
+                if self.external_namesrv is None:
+                    self._start_namesrv(classpath, deadline)
+                else:
+                    self.namesrv_port = int(self.external_namesrv.rpartition(":")[2])
                 self._start_brokers(classpath, deadline)
             except BaseException:
+                self._started = False
                 self._stop_processes(timeout=10.0)
                 raise
         return self
@@ -747,7 +763,7 @@ class RealRocketMQ:
         conf = dict(DEFAULT_BROKER_CONF)
         conf.update(
             brokerName=self.broker_names[index],
-            namesrvAddr=f"127.0.0.1:{self.namesrv_port}",
+            namesrvAddr=self.namesrv_addr,
             listenPort=self.broker_ports[index],
             haListenPort=self.broker_ports[index] + 1,
             storePathRootDir=str(store),
@@ -816,7 +832,7 @@ class RealRocketMQ:
 
     def _cluster_info(self) -> bytes | None:
         try:
-            code, body = query_cluster_info(f"127.0.0.1:{self.namesrv_port}", timeout=2.0)
+            code, body = query_cluster_info(self.namesrv_addr, timeout=2.0)
         except (OSError, ValueError, struct.error):
             return None
         return body if code == 0 else None
@@ -872,6 +888,7 @@ class RealRocketMQ:
                             proc.process.kill()
                     proc.wait_or_kill(10.0)
             _live.discard(self)
+            self._started = False
             if self.work_dir is not None and not self.keep_work_dir:
                 shutil.rmtree(self.work_dir, ignore_errors=True)
 

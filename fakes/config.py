@@ -71,6 +71,19 @@ class BrokerConfig:
     store_path_root_dir: str = ""
     flush_disk_type: str = "ASYNC_FLUSH"
     broker_role: str = "ASYNC_MASTER"
+    broker_ip2: str = ""
+    """The address the HA port is registered under (Java defaults it to this host's; here brokerIP1)."""
+    ha_listen_port: int = 0
+    """5.x honours it (0: listenPort + 1); 4.9.7's BrokerStartup always sets listenPort + 1."""
+    ha_master_address: str = ""
+    ha_send_heartbeat_interval: int = 5000
+    ha_housekeeping_interval: int = 20_000
+    ha_max_gap_not_in_sync: int = 256 * 1024 * 1024
+    slave_timeout: int = 3000
+    """How long a SYNC_MASTER send waits for its slave (``GroupCommitRequest``), then FLUSH_SLAVE_TIMEOUT."""
+    in_sync_replicas: int = 1
+    """5.x: replicas (the master included) a SYNC_MASTER send waits for; 1 waits for none."""
+    slave_read_enable: bool = False
     mapped_file_size_commit_log: int = 1024 * 1024 * 1024
     mapped_file_size_consume_queue: int = 300_000 * 20
     max_message_size: int = 4 * 1024 * 1024
@@ -89,7 +102,11 @@ class BrokerConfig:
     broker's rule, ``$ROCKETMQ_HOME/conf/plain_acl.yml`` and ``conf/acl/``)."""
 
     # ``brokerIP1`` does not survive the generic camel/snake round trip.
-    _ALIASES = {"brokerIP1": "broker_ip1", "transactionTimeOut": "transaction_timeout"}
+    _ALIASES = {
+        "brokerIP1": "broker_ip1",
+        "brokerIP2": "broker_ip2",
+        "transactionTimeOut": "transaction_timeout",
+    }
     _NOT_PROPERTIES = ("extra", "acl_file", "rocketmq_version")
 
     @classmethod
@@ -154,8 +171,30 @@ class BrokerConfig:
         return f"{self.broker_ip1}:{self.listen_port}"
 
     @property
+    def ha_port(self) -> int:
+        """The HA port: ``haListenPort`` on 5.x when set, else listenPort + 1 (always, on 4.9.7)."""
+        if self.five and self.ha_listen_port > 0:
+            return self.ha_listen_port
+        return self.listen_port + 1
+
+    @property
     def ha_server_addr(self) -> str:
-        return f"{self.broker_ip1}:{self.listen_port + 1}"
+        return f"{self.broker_ip2 or self.broker_ip1}:{self.ha_port}"
+
+    @property
+    def slave(self) -> bool:
+        return self.broker_role == "SLAVE"
+
+    def check_role(self) -> str | None:
+        """What ``BrokerStartup`` does with brokerRole/brokerId: a master is broker 0, a slave must
+        have an id above 0 (Java exits with this message)."""
+        if self.broker_role not in ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"):
+            return f"No enum constant org.apache.rocketmq.store.config.BrokerRole.{self.broker_role}"
+        if not self.slave:
+            self.broker_id = 0
+        elif self.broker_id <= 0:
+            return "Slave's brokerId must be > 0"
+        return None
 
     @property
     def namesrv_addrs(self) -> list[str]:

@@ -20,12 +20,15 @@ from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.headers import (
     CommandCustomHeader,
     RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
+    from_ext_fields,
 )
 from rmqtwin.fakes.dispatch import request_command
 from rmqtwin.fakes.server import RemotingProtocol
 
 if TYPE_CHECKING:
+    from rmqtwin.codec.command import RemotingCommand
     from rmqtwin.fakes.broker.controller import BrokerController
 
 log = Logger()
@@ -87,7 +90,23 @@ class NamesrvClient:
             compressed=False,
             body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
         )
-        return DeferredList([self._call(addr, RequestCode.REGISTER_BROKER, header, body) for addr in addrs])
+        calls = [
+            self._call(addr, RequestCode.REGISTER_BROKER, header, body).addCallback(self._registered)
+            for addr in addrs
+        ]
+        return DeferredList(calls)
+
+    def _registered(self, resp: RemotingCommand | None) -> RemotingCommand | None:
+        """``RegisterBrokerResult``: a slave's master HA and remoting addresses."""
+        if resp is not None and resp.code == ResponseCode.SUCCESS:
+            result = from_ext_fields(RegisterBrokerResponseHeader, resp.ext_fields, strict=False)
+            self.broker.on_register_result(result.ha_server_addr, result.master_addr)
+        return resp
+
+    def invoke_broker(self, addr: str, code: int) -> Deferred[RemotingCommand | None]:
+        """A request without header to another broker (a slave asking its master for its tables);
+        None when it failed (logged)."""
+        return self._call(addr, code, None, None)
 
     def unregister_all(self) -> Deferred[Any]:
         c = self.broker.config
@@ -109,7 +128,9 @@ class NamesrvClient:
 
         return DeferredList(calls).addBoth(close)
 
-    def _call(self, addr: str, code: int, header: CommandCustomHeader, body: bytes | None) -> Deferred[Any]:
+    def _call(
+        self, addr: str, code: int, header: CommandCustomHeader | None, body: bytes | None
+    ) -> Deferred[Any]:
         timeout = self.broker.config.register_broker_timeout_mills / 1000.0
 
         def send(proto: RemotingProtocol) -> Deferred[Any]:

@@ -200,9 +200,9 @@ def start_subprocess(
         process.wait()
         raise RuntimeError("rmqtwin serve did not start:\n" + "".join(output[-40:]))
     twin = RunningTwin(
-        namesrv_addr=found["namesrv"],
-        broker_addr=found["broker"],
-        store_dir=found["store"],
+        namesrv_addr=found.get("namesrv", ""),
+        broker_addr=found.get("broker", ""),
+        store_dir=found.get("store", ""),
         broker_name=found.get("name", broker_name),
         cluster_name=found.get("cluster", "DefaultCluster"),
         process=process,

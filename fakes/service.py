@@ -132,7 +132,20 @@ class TwinServer:
             max_idle_seconds=config.server_channel_max_idle_time_seconds,
             proxy_protocol=config.five,  # 5.x servers read an HAProxy preamble
         )
-        main_port, vip_port = self._listen_pair(opts.broker_port, factory)
+        error = config.check_role()
+        if error is not None:
+            raise RuntimeError(error)
+        # The HA port (listenPort + 1, or 5.x's haListenPort) is served by the broker's HAService.
+        ha_factory = _LateHAFactory(holder)
+        explicit_ha = config.five and config.ha_listen_port > 0
+        ports = self._listen_pair(opts.broker_port, factory, None if explicit_ha else ha_factory)
+        main_port = ports[0]
+        if explicit_ha:
+            self.ports.append(
+                self.reactor.listenTCP(
+                    config.ha_listen_port, ha_factory, backlog=LISTEN_BACKLOG, interface=opts.host
+                )
+            )
         config.listen_port = _port_of(main_port)
         config.broker_ip1 = advertise
         if opts.namesrv_addr:
@@ -154,7 +167,6 @@ class TwinServer:
             broker.namesrv.use_tls = opts.tls.client_enabled
         self.broker = broker
         self.broker_address = config.broker_addr
-        del vip_port
         return broker.start()
 
     def _with_tls(self, factory: RemotingServerFactory) -> ServerFactory:
@@ -164,13 +176,15 @@ class TwinServer:
         return HandshakeSniffingFactory(factory, self.options.tls)
 
     def _listen_pair(
-        self, port: int, factory: RemotingServerFactory
-    ) -> tuple[IListeningPort, IListeningPort]:
-        """The main port and its VIP channel (port - 2); with port 0, a free pair."""
+        self, port: int, factory: RemotingServerFactory, ha_factory: ServerFactory | None
+    ) -> tuple[IListeningPort, ...]:
+        """The main port, its VIP channel (port - 2) and the HA port (port + 1); with port 0, free ones."""
         listening = self._with_tls(factory)
-        pair = listen_vip_pair(self.reactor, port, listening, listening, interface=self.options.host)
-        self.ports.extend(pair)
-        return pair
+        ports = listen_vip_pair(
+            self.reactor, port, listening, listening, interface=self.options.host, ha_factory=ha_factory
+        )
+        self.ports.extend(ports)
+        return ports
 
     def stop(self) -> Deferred[Any]:
         """Unregister, persist, flush the store (removing ``abort``), then close the listeners."""
@@ -213,6 +227,19 @@ class _LateDispatcher:
 
     def dispatch(self, channel: Any, request: Any) -> Any:
         return self.holder["broker"].dispatcher.dispatch(channel, request)
+
+
+class _LateHAFactory(ServerFactory):
+    """The HA port's connections go to the broker's HAService (the broker is built after binding)."""
+
+    def __init__(self, holder: dict[str, Any]) -> None:
+        self.holder = holder
+
+    def buildProtocol(self, addr: Any) -> Any:
+        broker = self.holder.get("broker")
+        if broker is None:
+            return None
+        return broker.ha_service.factory().buildProtocol(addr)
 
 
 def _port_of(port: IListeningPort) -> int:

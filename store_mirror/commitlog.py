@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.java import in_java_hash_map_order
 from rmqtwin.codec.message import (
+    BLANK_MAGIC_CODE,
     END_FILE_MIN_BLANK_LENGTH,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
@@ -327,6 +328,48 @@ class CommitLog:
             len(batch),
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, result)
+
+    def append_data(self, start_offset: int, data: bytes) -> bool:
+        """A slave appends what its master sent (``CommitLog.appendData``): raw commitlog bytes at
+        ``start_offset``, which must be where this log ends; a transfer never crosses a file end."""
+        if self.read_only:
+            return False
+        with self.put_lock:
+            if self.get_max_offset() not in (start_offset, 0):
+                return False
+            mf = self.mapped_file_queue.get_last_mapped_file(start_offset, need_create=True)
+            if mf is None:
+                return False
+            if not self.mapped_file_queue.mapped_files[1:] and mf.wrote_position == 0:
+                mf.wrote_position = start_offset - mf.file_from_offset
+            return mf.append(data)
+
+    def complete_records(self, start: int) -> tuple[list[DispatchRequest], int]:
+        """The whole records from ``start`` on and where the next begins (the reput of a slave, whose
+        log may end inside a record the master is still sending)."""
+        out: list[DispatchRequest] = []
+        offset = start
+        end = self.get_max_offset()
+        while offset < end:
+            mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
+            if mf is None:
+                break
+            pos = offset % self.mapped_file_size
+            if mf.wrote_position - pos < 8:
+                break
+            total, magic = struct.unpack_from(">ii", mf.mm, pos)
+            if magic == BLANK_MAGIC_CODE:
+                offset = self.roll_next_file(offset)
+                continue
+            if total <= 0 or pos + total > mf.wrote_position:
+                break
+            req = self.check_message(mf.mm, pos, mf.wrote_position, False)
+            if not req.success or req.msg_size <= 0:
+                log.warning("commitlog: no record at %d, the slave's reput stops there", offset)
+                break
+            out.append(req)
+            offset += req.msg_size
+        return out, offset
 
     def _dispatch_request(
         self, msg: MessageExtBrokerInner, phy: int, size: int, queue_offset: int, store_ts: int

@@ -167,6 +167,10 @@ class MessageStore(Protocol):
 
     def get_max_phy_offset(self) -> int: ...
 
+    def get_commit_log_data(self, offset: int) -> memoryview | None: ...
+
+    def append_to_commit_log(self, start_offset: int, data: bytes) -> bool: ...
+
     def get_queue_ids(self, topic: str) -> list[int]: ...
 
     def delete_topics(self, topics: Iterable[str]) -> int: ...
@@ -249,6 +253,8 @@ class DefaultMessageStore:
         )
         self.last_exit_ok = True
         self.shutdown_flag = True
+        self._reput_from = -1
+        """Where a slave's next record to dispatch begins (-1: at the first byte it appends)."""
         self._lock_fd = -1
         self._lock_path = ""
 
@@ -349,6 +355,7 @@ class DefaultMessageStore:
             for req in self.commit_log.iter_records(reput_from):
                 self._dispatch(req)
         self._recover_topic_queue_table()
+        self._reput_from = end
 
     def _recover_topic_queue_table(self) -> None:
         table: dict[str, int] = {}
@@ -495,12 +502,23 @@ class DefaultMessageStore:
         return self.put_messages([msg])
 
     def put_messages(self, batch: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
-        if self.shutdown_flag or self.read_only:
+        if self.shutdown_flag or self.read_only or self.config.broker_role == "SLAVE":
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         result = self.commit_log.put_messages(batch)
         if result.is_ok():
             result.wait_store_msg_ok = batch[0].get_property(PROPERTY_WAIT) != "false"
         return result
+
+    def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
+        """A slave's store takes the master's commitlog bytes (``appendToCommitLog``) and dispatches the
+        records they complete to the consume queues and the index (the slave's reput)."""
+        if self.shutdown_flag or not self.commit_log.append_data(start_offset, data):
+            return False
+        self._reput_from = max(self._reput_from, self.commit_log.get_min_offset())
+        requests, self._reput_from = self.commit_log.complete_records(self._reput_from)
+        for req in requests:
+            self._dispatch(req)
+        return True
 
     def wait_for_flush(self, result: PutMessageResult) -> Deferred[PutMessageStatus]:
         """PUT_OK at once in ASYNC_FLUSH; in SYNC_FLUSH after the group commit fsynced past the record."""
@@ -703,6 +721,10 @@ class DefaultMessageStore:
 
     def get_min_phy_offset(self) -> int:
         return self.commit_log.get_min_offset()
+
+    def get_commit_log_data(self, offset: int) -> memoryview | None:
+        """From ``offset`` to the end of what its file holds (``getCommitLogData``, what HA sends)."""
+        return self.commit_log.get_data(offset)
 
     def get_max_phy_offset(self) -> int:
         return self.commit_log.get_max_offset()

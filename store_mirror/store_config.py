@@ -44,6 +44,8 @@ class MessageStoreConfig:
     sync_flush_timeout: int = 5000
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     default_query_max_num: int = 32
+    broker_role: str = "ASYNC_MASTER"
+    """``brokerRole``: a SLAVE's store refuses puts (``checkStoreStatus``); only replication appends."""
     # 4.9.8 rewrites delayed messages to SCHEDULE_TOPIC_XXXX inside CommitLog.putMessage; 5.x does it in the
     # broker (HookUtils.handleScheduleMessage) before calling the store. True gives the 4.9.8 split.
     handle_schedule_message: bool = True

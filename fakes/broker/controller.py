@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import Deferred, succeed
-from twisted.internet.interfaces import IReactorTime
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
@@ -28,6 +28,7 @@ from rmqtwin.fakes.broker.consume_admin import ConsumeAdminProcessor
 from rmqtwin.fakes.broker.filter import ConsumerFilterProcessor
 from rmqtwin.fakes.broker.group_admin import GroupAdminProcessor
 from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
+from rmqtwin.fakes.broker.ha import HAClient, HAService
 from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable, OffsetProcessor
 from rmqtwin.fakes.broker.pop import PopProcessor
 from rmqtwin.fakes.broker.pull import PullProcessor
@@ -36,6 +37,7 @@ from rmqtwin.fakes.broker.relay import ClientRelayProcessor
 from rmqtwin.fakes.broker.reply import ReplyProcessor
 from rmqtwin.fakes.broker.schedule import TICK_SECONDS, Reput, ScheduleMessageService
 from rmqtwin.fakes.broker.send import SendProcessor
+from rmqtwin.fakes.broker.slave_sync import SlaveSynchronize
 from rmqtwin.fakes.broker.stats import BrokerStats
 from rmqtwin.fakes.broker.timer import TimerMessageService
 from rmqtwin.fakes.broker.topics import TopicTable
@@ -44,6 +46,7 @@ from rmqtwin.fakes.broker.transaction_check import TransactionalMessageCheckServ
 from rmqtwin.fakes.config import BrokerConfig
 from rmqtwin.fakes.dispatch import Channel, Dispatcher, Handler
 from rmqtwin.fakes.namesrv_client import NamesrvClient
+from rmqtwin.store_mirror.commitlog import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
     from rmqtwin.store_mirror.message_store import MessageStore
@@ -51,6 +54,8 @@ if TYPE_CHECKING:
 log = Logger()
 
 HOUSEKEEPING_INTERVAL = 10.0
+SLAVE_SYNC_DELAY, SLAVE_SYNC_PERIOD = 3.0, 10.0
+"""``handleSlaveSynchronize``: a slave copies its master's tables 3 s after start, then every 10 s."""
 
 
 def store_host_ip(broker_ip1: str) -> str:
@@ -157,7 +162,15 @@ class BrokerController:
         self.dispatcher = self._build_dispatcher()
         self.acl = self._enable_acl() if config.acl_enable else None
         self.namesrv = NamesrvClient(self, reactor) if reactor is not None else None
+        self.ha_service = HAService(self.store, config, clock)
+        """The HA port's side (every role listens, as Java's AcceptSocketService); bound by whoever
+        runs the broker."""
+        self.ha_client = (
+            HAClient(self.store, config, reactor) if config.slave and reactor is not None else None
+        )
+        self.slave_sync = SlaveSynchronize(self) if config.slave and self.namesrv is not None else None
         self._loops: list[LoopingCall] = []
+        self._slave_sync_start: IDelayedCall | None = None
         self._started = False
         self.registration: Deferred[Any] | None = None
         """The REGISTER_BROKER calls the last topic change started (see AdminProcessor)."""
@@ -176,6 +189,7 @@ class BrokerController:
             store_path_root_dir=self.store_dir,
             mapped_file_size_commit_log=c.mapped_file_size_commit_log,
             mapped_file_size_consume_queue=c.mapped_file_size_consume_queue,
+            broker_role=c.broker_role,
             max_message_size=c.max_message_size,
             message_delay_level=c.message_delay_level,
             default_query_max_num=c.default_query_max_num,
@@ -282,11 +296,18 @@ class BrokerController:
     def start(self) -> Deferred[Any]:
         """Start the store and services; fires once registered with every name server."""
         self.store.start()
-        self._every(TICK_SECONDS, self.schedule.deliver_due)
-        if self.config.five:
-            self._every(TICK_SECONDS, self.timer.deliver_due)
-        self.transaction_check.start()
-        self.pop.start()
+        if not self.config.slave:  # changeSpecialServiceStatus: these run on a master only
+            self._every(TICK_SECONDS, self.schedule.deliver_due)
+            if self.config.five:
+                self._every(TICK_SECONDS, self.timer.deliver_due)
+            self.transaction_check.start()
+            self.pop.start()
+        if self.ha_client is not None:
+            self.ha_client.start()
+        if self.slave_sync is not None:
+            self._slave_sync_start = self.clock.callLater(
+                SLAVE_SYNC_DELAY, self._every, SLAVE_SYNC_PERIOD, self.slave_sync.sync_all, now=True
+            )
         self._every(self.config.flush_consumer_offset_interval / 1000.0, self.persist_offsets)
         self._every(HOUSEKEEPING_INTERVAL, self.scan_not_active_channels)
         if self.acl is not None:
@@ -306,6 +327,8 @@ class BrokerController:
 
     def shutdown(self) -> Deferred[Any]:
         """Unregister from name servers, persist the tables, flush the store (removes ``abort``)."""
+        if self._slave_sync_start is not None and self._slave_sync_start.active():
+            self._slave_sync_start.cancel()
         for loop in self._loops:
             if loop.running:
                 loop.stop()
@@ -313,6 +336,9 @@ class BrokerController:
         self.transaction_check.stop()
         self.pull.hold.stop()
         self.pop.stop()
+        self.ha_service.shutdown()
+        if self.ha_client is not None:
+            self.ha_client.stop()
         unregistered: Deferred[Any] = (
             self.namesrv.unregister_all() if self.namesrv is not None else succeed(None)
         )
@@ -364,7 +390,31 @@ class BrokerController:
             return succeed(None)
         return self.namesrv.register_all()
 
+    def on_register_result(self, ha_server_addr: str | None, master_addr: str | None) -> None:
+        """A slave learns its master's HA and remoting addresses from REGISTER_BROKER's answer."""
+        if self.ha_client is not None and ha_server_addr and not self.config.ha_master_address:
+            self.ha_client.update_ha_master_address(ha_server_addr)
+        if self.slave_sync is not None:
+            self.slave_sync.master_addr = master_addr
+
+    def submit_replica_request(self, result: PutMessageResult) -> Deferred[PutMessageStatus] | None:
+        """What a SYNC_MASTER send waits for besides the flush (None: nothing). 4.9.7: its slave to
+        hold the message, SLAVE_NOT_AVAILABLE when none is connected and in sync; 5.x: only when
+        ``inSyncReplicas`` > 1, that many replicas (the master included), never SLAVE_NOT_AVAILABLE."""
+        ha = self.ha_service
+        if self.config.broker_role != "SYNC_MASTER":
+            return None
+        end = result.end_offset
+        if self.config.five:
+            acks = self.config.in_sync_replicas
+            return ha.wait_for_slaves(end, acks) if acks > 1 else None
+        if not ha.is_slave_ok(end):
+            return succeed(PutMessageStatus.SLAVE_NOT_AVAILABLE)
+        return ha.wait_for_slaves(end, 1)
+
     def notify_message_arriving(self, topic: str, queue_id: int) -> None:
+        if self.ha_service.connections:
+            self.ha_service.notify_data()
         if self.pop.parked:
             self.pop.notify_message_arriving(topic)
         if self.pull.hold.table:

@@ -23,6 +23,7 @@ from rmqtwin.fakes.dispatch import Channel, decode_header_fast, require, respons
 from rmqtwin.store_mirror.message_store import GetMessageStatus
 
 if TYPE_CHECKING:
+    from rmqtwin.codec.bodies import SubscriptionGroupConfig
     from rmqtwin.codec.command import RemotingCommand
     from rmqtwin.fakes.broker.controller import BrokerController
 
@@ -30,6 +31,9 @@ FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
 SUB_ALL = "*"
+MASTER_ID = 0
+REJECT_REQUEST_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
+"""What NettyRemotingAbstract answers when a processor's ``rejectRequest`` is true."""
 
 _STATUS_CODES = {
     GetMessageStatus.FOUND: ResponseCode.SUCCESS,
@@ -181,7 +185,21 @@ class PullProcessor:
         self.hold = PullRequestHoldService(self)
 
     def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
+        config = self.broker.config
+        if config.five and config.slave and not config.slave_read_enable:
+            # 5.x PullMessageProcessor.rejectRequest: a slave that may not be read turns pulls away.
+            return response(ResponseCode.SYSTEM_BUSY, REJECT_REQUEST_REMARK)
         return self.process_request(channel, request, allow_suspend=True)
+
+    def _suggest_which_broker_id(self, group_config: SubscriptionGroupConfig, slow: bool) -> int:
+        """Where the consumer should pull next: with ``slaveReadEnable``, the group's slave when it
+        reads far behind (``whichBrokerWhenConsumeSlowly``) else the group's broker; without, the master."""
+        config = self.broker.config
+        if not config.slave_read_enable:
+            return MASTER_ID
+        if slow:
+            return group_config.which_broker_when_consume_slowly
+        return MASTER_ID if config.five and config.slave else group_config.broker_id
 
     def execute_when_wakeup(self, pull: PullRequest) -> None:
         if not pull.channel.is_active:
@@ -309,8 +327,9 @@ class PullProcessor:
         commit_offset = require(header.commit_offset, "commitOffset") if store_offset else 0
         result = broker.store.get_message(group, topic, queue_id, queue_offset, max_msg_nums, message_filter)
         status = result.status
+        suggest = self._suggest_which_broker_id(group_config, result.suggest_pulling_from_slave)
         answer_header = PullMessageResponseHeader(
-            suggest_which_broker_id=0,
+            suggest_which_broker_id=suggest,
             next_begin_offset=result.next_begin_offset,
             min_offset=result.min_offset,
             max_offset=result.max_offset,

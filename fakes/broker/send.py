@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
+from twisted.internet.defer import gatherResults, succeed
+
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.headers import (
@@ -352,15 +354,23 @@ class SendProcessor:
         )
         if five:
             ext_fields.transaction_id = transaction_id
-        if not wait_store or not broker.sync_flush:
+        replicated = broker.submit_replica_request(result) if wait_store else None
+        if (not wait_store or not broker.sync_flush) and replicated is None:
             return response(ext_fields=ext_fields)
-        flushed = broker.store.wait_for_flush(result)
+        flushed = (
+            broker.store.wait_for_flush(result)
+            if wait_store and broker.sync_flush
+            else succeed(PutMessageStatus.PUT_OK)
+        )
 
-        def answer(flush_status: PutMessageStatus) -> RemotingCommand:
-            code = _FLUSH_CODES.get(flush_status, ResponseCode.SUCCESS)
+        def answer(statuses: list[PutMessageStatus]) -> RemotingCommand:
+            # handleDiskFlushAndHA: a replica failure outranks a flush failure
+            failed = [s for s in statuses if s is not PutMessageStatus.PUT_OK]
+            code = _FLUSH_CODES.get(failed[-1], ResponseCode.SUCCESS) if failed else ResponseCode.SUCCESS
             return response(code, ext_fields=ext_fields)
 
-        return flushed.addCallback(answer)
+        waits = [flushed] + ([replicated] if replicated is not None else [])
+        return gatherResults(waits).addCallback(answer)
 
     def _failed_put(self, status: PutMessageStatus) -> RemotingCommand:
         ext_fields = self._send_response_ext()

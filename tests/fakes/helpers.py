@@ -85,6 +85,7 @@ def make_broker(tmp_path: Any, clock: Clock, rocketmq_version: str = "5.5", **pr
         mapped_file_size_consume_queue=20 * 1000,
         message_delay_level=config.message_delay_level,
         max_message_size=config.max_message_size,
+        broker_role=config.broker_role,
     )
     store = DefaultMessageStore(
         store_dir,

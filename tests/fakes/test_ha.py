@@ -1,0 +1,150 @@
+"""Master/slave replication in memory: the master's HA connection (StringTransport, Clock), a slave
+store fed the master's bytes in awkward slices, the SYNC_MASTER answers of each line, a write sent to a
+slave, and where pulls are sent next. The same against real brokers: test_ha_real.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from twisted.internet.task import Clock
+from twisted.internet.testing import StringTransport
+
+from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.ha import TransferDecoder, encode_report
+from rmqtwin.fakes.broker.controller import BrokerController
+from rmqtwin.fakes.broker.ha import HAConnection
+from tests.fakes.helpers import Peer, heartbeat, make_broker, peer, pull_header, send_v2
+
+
+def connect_slave(master: BrokerController) -> tuple[HAConnection, StringTransport]:
+    connection = master.ha_service.factory().buildProtocol(None)
+    assert isinstance(connection, HAConnection)
+    transport = StringTransport()
+    connection.makeConnection(transport)
+    return connection, transport
+
+
+def commitlog(broker: BrokerController) -> bytes:
+    data = broker.store.get_commit_log_data(0)
+    return bytes(data) if data is not None else b""
+
+
+def test_master_streams_its_commitlog_from_the_reported_offset(tmp_path: Path) -> None:
+    clock = Clock()
+    master = make_broker(tmp_path / "m", clock)
+    p = peer(master, clock)
+    for i in range(5):
+        assert send_v2(p, "T", b"body-%d" % i).code == ResponseCode.SUCCESS
+    connection, transport = connect_slave(master)
+    assert transport.value() == b""  # nothing before the slave says where it is
+    connection.dataReceived(encode_report(0))
+    transfers = TransferDecoder().feed(transport.value())
+    assert b"".join(t.body for t in transfers) == commitlog(master)
+    assert transfers[0].master_offset == 0
+    transport.clear()
+    send_v2(p, "T", b"later")
+    (later,) = TransferDecoder().feed(transport.value())
+    assert later.master_offset == len(commitlog(master)) - len(later.body)
+    transport.clear()
+    clock.advance(5.1)  # idle longer than haSendHeartbeatInterval: a heartbeat at the next offset
+    (beat,) = TransferDecoder().feed(transport.value())
+    assert beat.heartbeat and beat.master_offset == len(commitlog(master))
+
+
+def test_slave_store_takes_the_masters_bytes_in_any_slices(tmp_path: Path) -> None:
+    clock = Clock()
+    master = make_broker(tmp_path / "m", clock)
+    slave = make_broker(tmp_path / "s", clock, brokerRole="SLAVE", brokerId="1")
+    p = peer(master, clock)
+    for i in range(7):
+        send_v2(p, "T", b"x" * (50 + i), queue_id=i % 2)
+    data = commitlog(master)
+    offset = 0
+    for size in (1, 90, 7, 300, len(data)):  # cuts inside records and headers
+        chunk = data[offset : offset + size]
+        if chunk:
+            assert slave.store.append_to_commit_log(offset, chunk)
+        offset += len(chunk)
+    assert commitlog(slave) == data
+    assert slave.store.get_max_offset_in_queue("T", 0) == 4
+    assert slave.store.get_max_offset_in_queue("T", 1) == 3
+    assert not slave.store.append_to_commit_log(5, b"gap")  # not where the slave's log ends
+
+
+def test_a_send_to_a_slave_is_service_not_available(tmp_path: Path) -> None:
+    clock = Clock()
+    slave = make_broker(tmp_path, clock, brokerRole="SLAVE", brokerId="1")
+    answer = send_v2(peer(slave, clock), "T", b"no")
+    assert answer.code == ResponseCode.SERVICE_NOT_AVAILABLE
+    assert "messages are put to the slave" in (answer.remark or "")
+
+
+def _sync_master(tmp_path: Path, version: str, **props: str) -> tuple[Clock, BrokerController]:
+    clock = Clock()
+    return clock, make_broker(tmp_path, clock, version, brokerRole="SYNC_MASTER", **props)
+
+
+def send_waiting(p: Peer, body: bytes) -> int:
+    """A SEND_MESSAGE_V2 whose answer may come later (WAIT=true)."""
+    header = {"a": "pg", "b": "T", "c": "TBW102", "d": 4, "e": 0, "f": 0, "g": 0, "h": 0, "i": "WAIT\x01true"}
+    return p.send(RequestCode.SEND_MESSAGE_V2, header, body, version=409)
+
+
+def test_sync_master_49_without_slave_answers_slave_not_available(tmp_path: Path) -> None:
+    clock, master = _sync_master(tmp_path, "4.9")
+    answer = send_v2(peer(master, clock), "T", b"alone")
+    assert (answer.code, answer.remark) == (ResponseCode.SLAVE_NOT_AVAILABLE, None)
+    assert answer.ext_fields["queueOffset"] == "0"  # stored all the same
+
+
+def test_sync_master_49_answers_once_the_slave_has_it_else_flush_slave_timeout(tmp_path: Path) -> None:
+    clock, master = _sync_master(tmp_path, "4.9")
+    connection, transport = connect_slave(master)
+    connection.dataReceived(encode_report(0))
+    p = peer(master, clock)
+    opaque = send_waiting(p, b"replicated")
+    assert p.responses() == []  # waits for the slave
+    connection.dataReceived(encode_report(len(commitlog(master))))
+    (answer,) = p.responses()
+    assert (answer.opaque, answer.code) == (opaque, ResponseCode.SUCCESS)
+    send_waiting(p, b"never acknowledged")
+    clock.advance(2.9)
+    assert p.responses() == []
+    clock.advance(0.2)  # slaveTimeout, 3 s
+    (late,) = p.responses()
+    assert (late.code, late.remark) == (ResponseCode.FLUSH_SLAVE_TIMEOUT, None)
+    assert transport.value()  # the transfers went out
+
+
+def test_sync_master_55_waits_only_with_in_sync_replicas_above_one(tmp_path: Path) -> None:
+    clock, master = _sync_master(tmp_path / "a", "5.5")
+    assert send_v2(peer(master, clock), "T", b"alone").code == ResponseCode.SUCCESS
+    clock, master = _sync_master(tmp_path / "b", "5.5", inSyncReplicas="2")
+    p = peer(master, clock)
+    send_waiting(p, b"no slave at all")
+    clock.advance(3.1)
+    (answer,) = p.responses()
+    assert answer.code == ResponseCode.FLUSH_SLAVE_TIMEOUT  # never SLAVE_NOT_AVAILABLE on 5.x
+
+
+def test_pull_suggests_the_slave_only_with_slave_read_enable(tmp_path: Path) -> None:
+    for props, expected in (({}, "0"), ({"slaveReadEnable": "true"}, "0")):
+        clock = Clock()
+        broker = make_broker(tmp_path / str(len(props)), clock, "4.9", **props)
+        p = peer(broker, clock)
+        send_v2(p, "T", b"m")
+        heartbeat(p, "G", "T")
+        answer = p.call(RequestCode.PULL_MESSAGE, pull_header("G", "T", 0), version=409)
+        assert answer.code == ResponseCode.SUCCESS
+        assert answer.ext_fields["suggestWhichBrokerId"] == expected
+
+
+def test_a_55_slave_without_slave_read_enable_turns_pulls_away(tmp_path: Path) -> None:
+    clock = Clock()
+    slave = make_broker(tmp_path, clock, "5.5", brokerRole="SLAVE", brokerId="1")
+    p = peer(slave, clock)
+    answer = p.call(RequestCode.PULL_MESSAGE, pull_header("G", "T", 0), version=409)
+    assert (answer.code, answer.remark) == (
+        ResponseCode.SYSTEM_BUSY,
+        "[REJECTREQUEST]system busy, start flow control for a while",
+    )

@@ -1,0 +1,159 @@
+"""HA replication across implementations: a twin slave of a real master and a real slave of a twin
+master, on 4.9.7 and 5.5.0. After sends through the real Java client the slave's commitlog is
+byte-identical to the master's; with the master gone, a consumer reads every message from the slave.
+
+Each test starts its own JVMs (a real master with its name server, or a real slave), so all are slow.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from rmqtwin.codec.codes import RequestCode
+from rmqtwin.conformance.java_client import JavaClient
+from rmqtwin.conformance.launcher import RealRocketMQ, probe
+from rmqtwin.fakes.pytest_plugin import RunningTwin, start_subprocess
+
+pytestmark = [pytest.mark.java, pytest.mark.real, pytest.mark.slow, pytest.mark.timeout(600)]
+
+LINES = {"4.9": "4.9", "5": "5.5"}
+"""Real line -> the twin's ``--rocketmq-version``."""
+COMMITLOG_SIZE = 16 * 1024 * 1024  # the launcher's mappedFileSizeCommitLog
+GET_ALL_TOPIC_CONFIG = RequestCode.GET_ALL_TOPIC_CONFIG
+SLAVE_CONF = {"brokerName": "broker-a", "brokerId": 1, "brokerRole": "SLAVE", "slaveReadEnable": True}
+
+
+def commitlog_files(store: str | Path) -> dict[str, bytes]:
+    """The commitlog files with a record in them (Java pre-creates the next file, all zeros)."""
+    folder = Path(store) / "commitlog"
+    if not folder.is_dir():
+        return {}
+    files = {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder))}
+    return {name: data for name, data in files.items() if data.count(0) != len(data)}
+
+
+def wait_identical(
+    master_store: str | Path, slave_store: str | Path, timeout: float = 60.0
+) -> dict[str, bytes]:
+    """The master's commitlog once the slave's holds the same bytes (replication is asynchronous)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        master = commitlog_files(master_store)
+        if master and commitlog_files(slave_store) == master:
+            return master
+        if time.monotonic() > deadline:
+            slave = commitlog_files(slave_store)
+            differ = [n for n in master if slave.get(n) != master[n]]
+            raise AssertionError(
+                f"slave commitlog differs from the master's in {differ} (slave has {list(slave)})"
+            )
+        time.sleep(0.5)
+
+
+def wait_topic_synced(slave_addr: str, topic: str, timeout: float = 40.0) -> None:
+    """The slave copies its master's topics every 10 s (SlaveSynchronize); a consumer of the slave
+    needs the topic there, so the master may only go once it is."""
+    deadline = time.monotonic() + timeout
+    while topic.encode() not in probe(slave_addr, GET_ALL_TOPIC_CONFIG)[2]:
+        assert time.monotonic() < deadline, f"{slave_addr} never synced topic {topic}"
+        time.sleep(0.5)
+
+
+def used(files: dict[str, bytes]) -> int:
+    """Bytes of records in the commitlog (up to the first zero header)."""
+    data = b"".join(files.values())
+    return len(data.rstrip(b"\0"))
+
+
+@pytest.fixture
+def twin_process(tmp_path: Path) -> Iterator[Callable[..., RunningTwin]]:
+    started: list[RunningTwin] = []
+
+    def start(name: str, **kwargs: object) -> RunningTwin:
+        twin = start_subprocess(str(tmp_path / name), **kwargs)  # type: ignore[arg-type]
+        started.append(twin)
+        return twin
+
+    yield start
+    for twin in reversed(started):
+        if twin.process.poll() is None:
+            twin.process.terminate()
+            twin.process.wait(30)
+
+
+@pytest.mark.parametrize("line", list(LINES))
+def test_twin_slave_replicates_a_real_master(
+    line: str, twin_process: Callable[..., RunningTwin], unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("HaReal")
+    with RealRocketMQ(line, broker_conf_overrides={"slaveReadEnable": True}) as real:
+        slave = twin_process(
+            "slave",
+            broker_conf={
+                "mappedFileSizeCommitLog": COMMITLOG_SIZE,
+                "brokerClusterName": "rmqtwin",
+                **SLAVE_CONF,
+            },
+            serve_args=[
+                "--role",
+                "broker",
+                "--namesrv-addr",
+                real.namesrv_addr,
+                "--rocketmq-version",
+                LINES[line],
+                "--log-level",
+                "info",
+            ],
+        )
+        client = JavaClient(line)
+        sent = client.producer(real.namesrv_addr, topic, count=20).check().sent
+        master_files = wait_identical(real.store_dir, slave.store_dir)
+        assert used(master_files) > 20 * 100
+        wait_topic_synced(slave.broker_addr, topic)
+        real.brokers[0].process.kill()
+        real.brokers[0].process.wait()
+        got = (
+            client.lite_pull(real.namesrv_addr, topic, f"{topic}G", expect=20, timeoutMs=60_000)
+            .check()
+            .received
+        )
+        assert sorted(m["msgId"] for m in got) == sorted(m["msgId"] for m in sent), "".join(
+            slave.output[-60:]
+        )
+
+
+@pytest.mark.parametrize("line", list(LINES))
+def test_real_slave_replicates_a_twin_master(
+    line: str, twin_process: Callable[..., RunningTwin], unique_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    topic = unique_name("HaTwin")
+    version = ["--rocketmq-version", LINES[line]]
+    namesrv = twin_process("namesrv", serve_args=["--role", "namesrv", *version])
+    master = twin_process(
+        "master",
+        broker_conf={
+            "mappedFileSizeCommitLog": COMMITLOG_SIZE,
+            "brokerClusterName": "rmqtwin",
+            "slaveReadEnable": True,
+        },
+        serve_args=["--role", "broker", "--namesrv-addr", namesrv.namesrv_addr, *version],
+    )
+    with RealRocketMQ(line, namesrv_addr=namesrv.namesrv_addr, broker_conf_overrides=SLAVE_CONF) as real:
+        client = JavaClient(line)
+        sent = client.producer(namesrv.namesrv_addr, topic, count=20).check().sent
+        master_files = wait_identical(master.store_dir, real.store_dir)
+        assert used(master_files) > 20 * 100
+        wait_topic_synced(real.broker_addr, topic)
+        master.process.kill()
+        master.process.wait()
+        got = (
+            client.lite_pull(namesrv.namesrv_addr, topic, f"{topic}G", expect=20, timeoutMs=60_000)
+            .check()
+            .received
+        )
+        assert sorted(m["msgId"] for m in got) == sorted(m["msgId"] for m in sent)
