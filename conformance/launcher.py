@@ -763,7 +763,7 @@ class RealRocketMQ:
         conf = dict(DEFAULT_BROKER_CONF)
         conf.update(
             brokerName=self.broker_names[index],
-            namesrvAddr=self.namesrv_addr,
+            namesrvAddr=self.external_namesrv or f"127.0.0.1:{self.namesrv_port}",
             listenPort=self.broker_ports[index],
             haListenPort=self.broker_ports[index] + 1,
             storePathRootDir=str(store),
