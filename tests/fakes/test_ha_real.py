@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from rmqtwin.codec.codes import RequestCode
+from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.conformance.java_client import JavaClient
 from rmqtwin.conformance.launcher import RealRocketMQ, probe
 from rmqtwin.fakes.pytest_plugin import RunningTwin, start_subprocess
+from tests.fakes.helpers import call
 
 pytestmark = [pytest.mark.java, pytest.mark.real, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -62,6 +63,19 @@ def wait_topic_synced(slave_addr: str, topic: str, timeout: float = 40.0) -> Non
     while topic.encode() not in probe(slave_addr, GET_ALL_TOPIC_CONFIG)[2]:
         assert time.monotonic() < deadline, f"{slave_addr} never synced topic {topic}"
         time.sleep(0.5)
+
+
+def assert_refuses_writes(slave_addr: str, topic: str) -> None:
+    """A send to a slave: its store refuses it (``checkStoreStatus``), as real slaves do."""
+    header = {"a": "P", "b": topic, "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0", "h": "0"}
+    answer = call(slave_addr, RequestCode.SEND_MESSAGE_V2, header, b"to the slave")
+    remark = answer.remark or ""
+    assert answer.code == ResponseCode.SERVICE_NOT_AVAILABLE, (answer.code, remark)
+    assert remark.startswith(
+        "service not available now. It may be caused by one of the following reasons: "
+        "the broker's disk is full ["
+    ), remark
+    assert remark.endswith("], messages are put to the slave, message store has been shut down, etc."), remark
 
 
 def used(files: dict[str, bytes]) -> int:
@@ -115,6 +129,7 @@ def test_twin_slave_replicates_a_real_master(
         master_files = wait_identical(real.store_dir, slave.store_dir)
         assert used(master_files) > 20 * 100
         wait_topic_synced(slave.broker_addr, topic)
+        assert_refuses_writes(slave.broker_addr, topic)
         real.brokers[0].process.kill()
         real.brokers[0].process.wait()
         got = (
@@ -149,6 +164,7 @@ def test_real_slave_replicates_a_twin_master(
         master_files = wait_identical(master.store_dir, real.store_dir)
         assert used(master_files) > 20 * 100
         wait_topic_synced(real.broker_addr, topic)
+        assert_refuses_writes(real.broker_addr, topic)
         master.process.kill()
         master.process.wait()
         got = (
