@@ -13,6 +13,7 @@ from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand, create_request
 from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
 from rmqtwin.codec.errors import CodecError
+from rmqtwin.fakes.broker.acl import sign_request
 from rmqtwin.spark.replay.plan import CapturePlan, QueueKey
 from rmqtwin.spark.replay.translate import ReplayContext
 
@@ -69,12 +70,20 @@ def _cluster_brokers(namesrv: str) -> tuple[dict[str, str], list[str]]:
     return brokers, [str(c) for c in info.get("clusterAddrTable") or {}]
 
 
-def _max_offset(broker: str, topic: str, queue: int) -> int:
+def _max_offset(broker: str, topic: str, queue: int, ctx: ReplayContext) -> int:
+    """The target queue's max offset (0 for a queue it does not have), asked with the replay's
+    credentials when it has them: an ACL broker refuses an unsigned GET_MAX_OFFSET, and translating
+    from 0 instead would point every replayed pull at old messages."""
     request = create_request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": str(queue)})
+    if ctx.access_key and ctx.secret_key:
+        sign_request(request, ctx.access_key, ctx.secret_key)
     try:
         answer = call(broker, request)
     except (OSError, CodecError) as exc:
         raise TargetError(f"target broker {broker} does not answer: {exc}") from exc
+    if answer.code == ResponseCode.NO_PERMISSION or "AclException" in (answer.remark or ""):
+        hint = "" if ctx.access_key else "; give its credentials with --access-key/--secret-key"
+        raise TargetError(f"target broker {broker} refused GET_MAX_OFFSET of {topic}: {answer.remark}{hint}")
     offset = answer.ext("offset")
     return int(offset) if answer.code == ResponseCode.SUCCESS and offset is not None else 0
 
@@ -119,5 +128,5 @@ def prepare_context(plan: CapturePlan, ctx: ReplayContext, broker_map: dict[str,
     for name, topic, queue in plan.recorded_bases:
         for copy in range(max(1, ctx.scale) if ctx.suffix_topics else 1):
             target_topic = ctx.topic(topic, copy)
-            bases[(name, target_topic, queue)] = _max_offset(brokers[name], target_topic, queue)
+            bases[(name, target_topic, queue)] = _max_offset(brokers[name], target_topic, queue, ctx)
     ctx.target_bases = bases

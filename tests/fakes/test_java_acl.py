@@ -22,40 +22,19 @@ from rmqtwin.codec.command import RemotingCommand, create_request
 from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
 from rmqtwin.fakes.broker.acl import sign_request
 from rmqtwin.fakes.pytest_plugin import RunningTwin, start_subprocess
-
-TOPIC_OK = "TopicAclOk"
-TOPIC_DENY = "TopicAclDeny"
-TOPIC_NEW = "TopicAclByUser"
-GROUP_OK = "GroupAclOk"
-GROUP_DENY = "GroupAclDeny"
-ADMIN = {"accessKey": "RocketMQAdmin", "secretKey": "admin12345678"}
-USER = {"accessKey": "RocketMQUser", "secretKey": "user12345678"}
-SUB_ONLY = {"accessKey": "RocketMQSubOnly", "secretKey": "sub12345678"}
-WRONG_SECRET = {**USER, "secretKey": "wrong1234567"}
-UNKNOWN_KEY = {**USER, "accessKey": "NoSuchKey1"}
-
-PLAIN_ACL_YML = f"""\
-globalWhiteRemoteAddresses:
-  - 10.254.0.*
-accounts:
-  - accessKey: {ADMIN["accessKey"]}
-    secretKey: {ADMIN["secretKey"]}
-    admin: true
-  - accessKey: {USER["accessKey"]}
-    secretKey: {USER["secretKey"]}
-    admin: false
-    defaultTopicPerm: DENY
-    defaultGroupPerm: SUB
-    topicPerms:
-      - {TOPIC_OK}=PUB|SUB
-      - {TOPIC_DENY}=DENY
-    groupPerms:
-      - {GROUP_DENY}=DENY
-  - accessKey: {SUB_ONLY["accessKey"]}
-    secretKey: {SUB_ONLY["secretKey"]}
-    defaultTopicPerm: SUB
-    defaultGroupPerm: SUB
-"""
+from tests.fakes.acl_accounts import (
+    ADMIN,
+    GROUP_DENY,
+    GROUP_OK,
+    PLAIN_ACL_YML,
+    SUB_ONLY,
+    TOPIC_DENY,
+    TOPIC_NEW,
+    TOPIC_OK,
+    UNKNOWN_KEY,
+    USER,
+    WRONG_SECRET,
+)
 
 CASES: list[dict[str, Any]] = [
     {"name": "admin creates", "action": "updateTopic", "topic": TOPIC_OK, "acl": ADMIN},

@@ -122,19 +122,21 @@ def pull_request(queue: int, offset: int) -> RemotingCommand:
     return create_request(RequestCode.PULL_MESSAGE, ext)
 
 
-def heartbeat(client_id: str, *, consumer: bool) -> RemotingCommand:
+def heartbeat(
+    client_id: str, *, consumer: bool, group: str = CONSUMER_GROUP, topic: str = TOPIC
+) -> RemotingCommand:
     body: dict[str, object] = {"clientID": client_id, "consumerDataSet": [], "producerDataSet": []}
     if consumer:
         body["consumerDataSet"] = [
             {
-                "groupName": CONSUMER_GROUP,
+                "groupName": group,
                 "consumeType": "CONSUME_PASSIVELY",
                 "messageModel": "CLUSTERING",
                 "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET",
                 "subscriptionDataSet": [
                     {
                         "classFilterMode": False,
-                        "topic": TOPIC,
+                        "topic": topic,
                         "subString": "*",
                         "tagsSet": [],
                         "codeSet": [],
