@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 __all__ = ["lateness_percentiles", "write_report"]
 
 _LOST = ("failed", "no-answer", "not-replayed")
+_NUMBER = r"\d+"
+"""Divergences group by their detail with numbers masked: one row for "queueOffset '7' → '9'" whatever
+the offsets, with an example."""
 
 
 def _png(fig: object) -> str:
@@ -120,13 +123,17 @@ def write_report(summary: ReplaySummary, path: Path, *, speed: float | None) -> 
         sections.append(_latency_plot(rows))
         diverging = rows[rows["verdict"] == "differs"]
         groups = []
-        for (code, detail), group in diverging.groupby(["code_name", "detail"]):
+        shapes = diverging["detail"].fillna("").str.replace(_NUMBER, "N", regex=True)
+        for (code, shape), group in diverging.groupby([diverging["code_name"], shapes]):
             first = group.iloc[0]
-            groups.append([code, detail, len(group), f"connection {first['conn_id']} request {first['seq']}"])
+            example = f"connection {first['conn_id']} request {first['seq']}: {first['detail']}"
+            groups.append([code, shape, len(group), example])
         groups.sort(key=lambda g: -int(str(g[2])))
         sections.append("<h2>Divergences by code and remark</h2>")
         sections.append(
-            _table(["code", "what differs", "count", "example"], groups) if groups else "<p>none</p>"
+            _table(["code", "what differs (numbers as N)", "count", "example"], groups)
+            if groups
+            else "<p>none</p>"
         )
         lost = rows[rows["verdict"].isin(_LOST)]
         sections.append("<h2>Not replayed or not answered</h2>")

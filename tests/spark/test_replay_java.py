@@ -2,11 +2,17 @@
 (``java_session``: every send mode, a delay message, a transaction, push and lite-pull consumers),
 replayed against a fresh twin, a fresh real 5.5.0 and real 4.9.7 (the shared cluster, which never saw
 the session's topic and groups). Replayed consumers get the replayed messages with the same bodies in
-the same per-queue order everywhere; the twin's verdicts equal real 5.5.0's, request by request."""
+the same per-queue order everywhere; the twin's verdicts equal real 5.5.0's, request by request. The same
+capture through ``rmqtwin spark replay`` on a standalone cluster of 2 workers gives local[2]'s verdicts."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -82,3 +88,53 @@ def test_a_java_session_of_5_5_replays_alike_on_the_twin_real_5_5_and_real_4_9(
     assert not unequal, f"the twin's verdicts differ from real 5.5.0's: {unequal}"
     differs = {k: v for k, v in real5.items() if v[0] == "differs"}
     assert not differs, f"real 5.5.0 answered its own session otherwise: {differs}"
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(1500)
+def test_the_java_session_replays_on_a_standalone_cluster_with_the_verdicts_of_local(
+    java_session_factory: Callable[[str], JavaSession],
+    rocketmq_factory: RocketMQFactory,
+    standalone_cluster: Any,
+    tmp_path: Path,
+) -> None:
+    """``rmqtwin spark replay`` of the session at 1x against a fresh twin, on local[2] and on a standalone
+    master with 2 workers (each through the CLI, as a user runs it): the same verdict and detail per
+    request, every consumer's bodies per queue as recorded on both."""
+    import pyarrow.parquet as pq
+
+    from tests.spark.test_replay_job import _replay_rows
+
+    session = java_session_factory("5")
+    cluster = standalone_cluster(2)
+    outcomes: dict[str, dict[tuple[int, int, int], tuple[str, str, str]]] = {}
+    for where in ("local", "standalone"):
+        twin = rocketmq_factory(broker_conf=dict(TWIN_BROKER_CONF), broker_name="broker-a")
+        out = tmp_path / where
+        argv = [sys.executable, "-m", "rmqtwin", "spark", "replay", str(session.capture)]
+        argv += ["--target", twin.namesrv_addr, "--speed", "1", "--out", str(out)]
+        if where == "standalone":
+            argv += ["--master", cluster.master_url]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+        finally:
+            twin.stop()
+        assert proc.returncode in (0, 3), proc.stderr[-4000:]  # 3: some answers differ from the recorded
+        outcomes[where], _ = _replay_rows(out)
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["queues"] and all(q["same_bodies_in_order"] for q in summary["queues"]), summary
+        assert not summary["failed_connections"], summary["failed_connections"]
+        rows = pq.read_table(out / "requests").to_pylist()
+        lost = [(r["code_name"], r["verdict"]) for r in rows if r["verdict"] in ("failed", "no-answer")]
+        assert not lost, f"{where}: {lost}"
+    deadline = time.monotonic() + 30  # the master learns a moment after the driver exits
+    while "rmqtwin replay" not in (apps := cluster.completed_apps()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "rmqtwin replay" in apps  # it ran on the cluster, not local[*]
+    local, remote = outcomes["local"], outcomes["standalone"]
+    unequal = {
+        k: (local.get(k), remote.get(k))
+        for k in local.keys() | remote.keys()
+        if local.get(k) != remote.get(k)
+    }
+    assert not unequal, f"standalone's verdicts differ from local[2]'s: {unequal}"
