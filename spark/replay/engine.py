@@ -375,6 +375,9 @@ class _Replayed:
         else:
             topic, queue = result.topic, result.queue_id
             shift = None if flight.answer_queue is None else self._offset_shift(*flight.answer_queue)
+            interleaved = flight.answer_queue is not None and self.ctx.interleaved(
+                (self.plan.broker_name or "", *flight.answer_queue)
+            )
             comparison = compare_answers(
                 step.code,
                 recorded,
@@ -382,6 +385,7 @@ class _Replayed:
                 offset_shift=shift,
                 client_id_free=self.translator.client_id_free,
                 target_names=self.ctx.target_names,
+                interleaved=interleaved,
             )
             result.verdict, result.detail = comparison.verdict, comparison.detail
             result.normalisers = ",".join(comparison.normalisers)

@@ -132,6 +132,9 @@ class CapturePlan:
     duration_ns: int
     cluster_names: list[str] = field(default_factory=list)
     """The recorded cluster's names, from the recorded route and cluster answers."""
+    shared_queues: set[QueueKey] = field(default_factory=set)
+    """Queues more than one recorded connection sent to: their sends' offsets interleave as the target
+    receives them."""
     raw_skipped: int = 0
     undecoded_skipped: int = 0
 
@@ -205,7 +208,7 @@ def plan_records(records: Iterable[Record]) -> CapturePlan:
     broker_names: dict[str, str] = {}
     clusters: dict[str, None] = {}
     client_ids: dict[str, None] = {}
-    sends: list[tuple[str, Step]] = []  # (server, step) of answered sends and pulls, for the bases
+    sends: list[tuple[int, str, Step]] = []  # (connection, server, step) of answered sends and pulls
     for rec in records:
         if first_ns is None:
             first_ns = rec.mono_ns
@@ -257,7 +260,7 @@ def plan_records(records: Iterable[Record]) -> CapturePlan:
             ):
                 broker_names.update(_route_brokers(cmd.body, clusters))
             if req_code in SEND_CODES or req_code in PULL_CODES:
-                sends.append((conn.server, step))
+                sends.append((rec.conn_id, conn.server, step))
             continue
         if rec.direction == DIR_TO_CLIENT:  # a broker-initiated request
             if not rec.rpc_flag & ONEWAY_FLAG:
@@ -291,10 +294,12 @@ def plan_records(records: Iterable[Record]) -> CapturePlan:
             )
         if conn.kind == "broker":
             conn.broker_name = broker_names.get(conn.server)
+    bases, shared = _recorded_bases(sends, broker_names)
     return CapturePlan(
         connections=plans,
         broker_names=broker_names,
-        recorded_bases=_recorded_bases(sends, broker_names),
+        recorded_bases=bases,
+        shared_queues=shared,
         client_ids=list(client_ids),
         duration_ns=last_ns - (first_ns or 0),
         cluster_names=list(clusters),
@@ -303,9 +308,13 @@ def plan_records(records: Iterable[Record]) -> CapturePlan:
     )
 
 
-def _recorded_bases(sends: list[tuple[str, Step]], broker_names: dict[str, str]) -> dict[QueueKey, int]:
+def _recorded_bases(
+    sends: list[tuple[int, str, Step]], broker_names: dict[str, str]
+) -> tuple[dict[QueueKey, int], set[QueueKey]]:
+    """The first recorded offset per queue, and the queues more than one connection sent to."""
     bases: dict[QueueKey, int] = {}
-    for server, step in sends:
+    senders: dict[QueueKey, set[int]] = defaultdict(set)
+    for conn_id, server, step in sends:
         name = broker_names.get(server)
         if name is None or step.answer is None:
             continue
@@ -329,7 +338,9 @@ def _recorded_bases(sends: list[tuple[str, Step]], broker_names: dict[str, str])
             continue
         if key not in bases or value < bases[key]:
             bases[key] = value
-    return bases
+        if step.code in SEND_CODES:
+            senders[key].add(conn_id)
+    return bases, {key for key, conns in senders.items() if len(conns) > 1}
 
 
 def load_plan(path: str | os.PathLike[str]) -> CapturePlan:

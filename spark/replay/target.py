@@ -123,6 +123,7 @@ def prepare_context(plan: CapturePlan, ctx: ReplayContext, broker_map: dict[str,
         renamed[clusters[0]] = (plan.cluster_names[0], "clusterName")
     ctx.target_names = renamed
     ctx.recorded_bases = dict(plan.recorded_bases)
+    ctx.shared_queues = set(plan.shared_queues)
     ctx.client_ids = list(plan.client_ids)
     bases: dict[QueueKey, int] = {}
     for name, topic, queue in plan.recorded_bases:

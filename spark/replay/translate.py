@@ -64,6 +64,8 @@ class ReplayContext:
     """Broker name → target address."""
     recorded_bases: dict[QueueKey, int] = field(default_factory=dict)
     target_bases: dict[QueueKey, int] = field(default_factory=dict)
+    shared_queues: set[QueueKey] = field(default_factory=set)
+    """Queues several recorded connections sent to (:attr:`CapturePlan.shared_queues`)."""
     client_ids: list[str] = field(default_factory=list)
     target_names: dict[str, tuple[str, str]] = field(default_factory=dict)
     """The target's cluster and broker names that differ from the recorded ones → (the recorded name,
@@ -84,6 +86,11 @@ class ReplayContext:
     scale: int = 1
     answer_timeout_s: float = 30.0
     duration_s: float | None = None
+
+    def interleaved(self, queue: QueueKey) -> bool:
+        """Whether sends of several replayed connections land in ``queue`` (recorded so, or ``--scale``
+        copies sharing topics): which send gets which offset is then the target's interleaving."""
+        return queue in self.shared_queues or (self.scale > 1 and not self.suffix_topics)
 
     def suffix(self, copy: int) -> str:
         return f"-{self.run_id}" + (f"-{copy}" if copy else "")

@@ -292,3 +292,19 @@ def test_scale_copies_with_suffixed_topics_name_their_own_topics_queues_and_offs
     send = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields={"b": "T", "e": "0"})
     copy0.request(send)
     assert send.ext("b") == "T"
+
+
+def test_a_send_offset_in_a_queue_of_several_senders_is_the_targets_interleaving() -> None:
+    request = create_request(RequestCode.SEND_MESSAGE_V2, {"a": "pg", "b": "T", "e": "0"})
+    recorded = create_response(request, ResponseCode.SUCCESS, ext_fields={"queueId": "0", "queueOffset": "5"})
+    replayed = create_response(request, ResponseCode.SUCCESS, ext_fields={"queueId": "0", "queueOffset": "9"})
+    alone = compare_answers(RequestCode.SEND_MESSAGE_V2, recorded, replayed, offset_shift=lambda o: o - 3)
+    assert (alone.verdict, alone.detail) == ("differs", "queueOffset '5' → '9'")
+    shared = compare_answers(RequestCode.SEND_MESSAGE_V2, recorded, replayed, interleaved=True)
+    assert (shared.verdict, shared.normalisers) == ("same", ["interleaving"])
+    ctx = ReplayContext(namesrv="n:1", brokers={}, shared_queues={("broker-a", "T", 0)})
+    assert ctx.interleaved(("broker-a", "T", 0)) and not ctx.interleaved(("broker-a", "T", 1))
+    assert ReplayContext(namesrv="n:1", brokers={}, scale=2).interleaved(("broker-a", "T", 1))
+    assert not ReplayContext(namesrv="n:1", brokers={}, scale=2, suffix_topics=True).interleaved(
+        ("b", "T", 1)
+    )
