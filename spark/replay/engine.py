@@ -39,6 +39,10 @@ __all__ = ["CheckBacks", "QueueResult", "RecordedOrder", "RequestResult", "repla
 _READ_SIZE = 256 * 1024
 _OUT_LIMIT = 1 << 20
 _GRACE_S = 10.0
+_COMPARE_SLICE_NS = 2_000_000
+_COMPARE_MARGIN_NS = 500_000
+_COMPARE_BACKLOG = 20_000
+"""Answers waiting to be compared beyond which they are compared even when requests are due."""
 
 
 @dataclass(slots=True)
@@ -215,6 +219,8 @@ class _Replayed:
         self.out = bytearray()
         self.next = 0
         self.inflight: dict[int, _InFlight] = {}
+        self.to_compare: deque[tuple[_InFlight, RemotingCommand]] = deque()
+        """Answers not compared with their recordings yet (:meth:`compare_pending`)."""
         self.results: list[RequestResult] = []
         self.answer_index: dict[int, int] = defaultdict(int)
         self.broker_requests: dict[str, int] = defaultdict(int)
@@ -224,6 +230,8 @@ class _Replayed:
         self.failed: str | None = None
         self.start = 0
         self.connected = False
+        self.mask = 0
+        """The selector events registered for the socket."""
         self.sock: socket.socket | None = None
         self.sel: selectors.BaseSelector | None = None
 
@@ -367,32 +375,50 @@ class _Replayed:
         result.replayed_code = int(replayed.code)
         result.replayed_remark = replayed.remark
         result.replayed_latency_ms = (now - flight.issued_ns) / 1e6
-        recorded = None if step.answer is None else decode_command(step.answer.frame[4:])
-        if flight.uniq is not None:
+        if flight.uniq is not None:  # a half message: its END_TRANSACTION may be waiting for this
+            recorded = None if step.answer is None else decode_command(step.answer.frame[4:])
             self.translator.answered_send(flight.uniq, recorded, replayed)
-        if recorded is None:
+        self.to_compare.append((flight, replayed))
+
+    def compare_pending(self, until_ns: int | None = None) -> None:
+        """Compare answered requests with their recordings, in the order they were answered, until
+        ``until_ns`` (all when None). The loop calls it when no request is due soon: comparing is most
+        of a request's CPU, and a request issued late because an answer was being compared is late for
+        nothing."""
+        pending = self.to_compare
+        while pending:
+            flight, replayed = pending.popleft()
+            self._compare(flight, replayed)
+            if until_ns is not None and time.monotonic_ns() >= until_ns:
+                return
+
+    def _compare(self, flight: _InFlight, replayed: RemotingCommand) -> None:
+        result, step = flight.result, flight.step
+        if step.answer is None:
             result.verdict, result.detail = "unrecorded", "the capture has no answer to compare with"
-        else:
-            topic, queue = result.topic, result.queue_id
-            shift = None if flight.answer_queue is None else self._offset_shift(*flight.answer_queue)
-            interleaved = flight.answer_queue is not None and self.ctx.interleaved(
-                (self.plan.broker_name or "", *flight.answer_queue)
-            )
-            comparison = compare_answers(
-                step.code,
-                recorded,
-                replayed,
-                offset_shift=shift,
-                client_id_free=self.translator.client_id_free,
-                target_names=self.ctx.target_names,
-                interleaved=interleaved,
-            )
-            result.verdict, result.detail = comparison.verdict, comparison.detail
-            result.normalisers = ",".join(comparison.normalisers)
-            if step.code in PULL_CODES and topic is not None and queue is not None:
-                pulls = self.pulls[(result.group or "", topic, queue)]
-                pulls.recorded += [m.body for m in pulled_messages(recorded)]
-                pulls.replayed += [m.body for m in pulled_messages(replayed)]
+            self.results.append(result)
+            return
+        recorded = decode_command(step.answer.frame[4:])
+        topic, queue = result.topic, result.queue_id
+        shift = None if flight.answer_queue is None else self._offset_shift(*flight.answer_queue)
+        interleaved = flight.answer_queue is not None and self.ctx.interleaved(
+            (self.plan.broker_name or "", *flight.answer_queue)
+        )
+        comparison = compare_answers(
+            step.code,
+            recorded,
+            replayed,
+            offset_shift=shift,
+            client_id_free=self.translator.client_id_free,
+            target_names=self.ctx.target_names,
+            interleaved=interleaved,
+        )
+        result.verdict, result.detail = comparison.verdict, comparison.detail
+        result.normalisers = ",".join(comparison.normalisers)
+        if step.code in PULL_CODES and topic is not None and queue is not None:
+            pulls = self.pulls[(result.group or "", topic, queue)]
+            pulls.recorded += [m.body for m in pulled_messages(recorded)]
+            pulls.replayed += [m.body for m in pulled_messages(replayed)]
         self.results.append(result)
 
     def _offset_shift(self, topic: str, queue: int) -> Callable[[int], int] | None:
@@ -523,6 +549,8 @@ def replay_connections(
         if ctx.duration_s is not None:
             deadline_ns = start + int((ctx.duration_s + ctx.answer_timeout_s + _GRACE_S) * 1e9)
         _loop(conns, sel, start, deadline_ns, ctx)
+        for conn in conns:
+            conn.compare_pending()
     finally:
         for conn in conns:
             if conn.sock is not None:
@@ -554,6 +582,7 @@ def _connect(conn: _Replayed, sel: selectors.BaseSelector) -> None:
         conn.sock = None
         return
     sel.register(sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
+    conn.mask = selectors.EVENT_READ | selectors.EVENT_WRITE
     conn.sel = sel
 
 
@@ -590,12 +619,35 @@ def _loop(
                 wake = given_up if wake is None else min(wake, given_up)
             if conn.sock is not None and not conn.failed:
                 mask = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.out or not conn.connected else 0)
-                sel.modify(conn.sock, mask, conn)
+                if mask != conn.mask:
+                    sel.modify(conn.sock, mask, conn)
+                    conn.mask = mask
+        backlog = _compare_in_slack(conns, wake)
         timeout = None if wake is None else max(0.0, (wake - time.monotonic_ns()) / 1e9)
+        if backlog:
+            timeout = 0.0
         for key, mask in sel.select(timeout if timeout is not None else 1.0):
             conn = key.data
             assert isinstance(conn, _Replayed) and conn.sock is not None
             _io(conn, mask)
+
+
+def _compare_in_slack(conns: list[_Replayed], wake: int | None) -> bool:
+    """Compare answers while nothing is due for a while (a slice at a time, ending a margin before the
+    next request is due); regardless once too many wait. Whether answers still wait."""
+    now = time.monotonic_ns()
+    waiting = sum(len(c.to_compare) for c in conns)
+    if not waiting:
+        return False
+    limit = now + _COMPARE_SLICE_NS
+    if wake is not None and waiting < _COMPARE_BACKLOG:
+        limit = min(limit, wake - _COMPARE_MARGIN_NS)
+    for conn in conns:
+        if conn.to_compare and time.monotonic_ns() < limit:
+            conn.compare_pending(limit)
+    return any(c.to_compare for c in conns) and (
+        wake is None or time.monotonic_ns() < wake - _COMPARE_MARGIN_NS
+    )
 
 
 def _io(conn: _Replayed, mask: int) -> None:

@@ -256,13 +256,13 @@ class ConnectionTranslator:
     # --- incoming ----------------------------------------------------------------------------------
 
     def expect_send(self, cmd: RemotingCommand) -> str | None:
-        """Note a recorded send about to go out (before :meth:`request`); its UNIQ_KEY, which an
-        END_TRANSACTION may wait for."""
+        """Note a recorded half message about to go out (before :meth:`request`); its UNIQ_KEY, which
+        an END_TRANSACTION may wait for (None for any other request)."""
         if cmd.code not in SEND_CODES:
             return None
         props = string_to_properties(cmd.ext("i") if cmd.ext("i") is not None else cmd.ext("properties"))
         uniq = props.get(UNIQ_KEY)
-        if uniq is None:
+        if uniq is None or props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) != "true":
             return None
         self._sends_seen.add(uniq)
         return uniq
