@@ -187,15 +187,28 @@ def _agreed_start() -> int:
     return max(int(c) for c in clocks) + int(START_LEAD_S * 1e9)
 
 
+_Assigned = tuple[int, int, str | None]
+"""A connection a task replays: (recorded connection id, ``--scale`` copy, broker name it plays)."""
+
+
 def _replay_partition(
-    shared: Broadcast[ReplayContext], only: tuple[str, ...], out: str
-) -> Callable[[int, Iterable[list[ConnectionPlan]]], Iterable[_PartitionResult]]:
-    def run(index: int, groups: Iterable[list[ConnectionPlan]]) -> Iterator[_PartitionResult]:
+    shared: Broadcast[ReplayContext], source: str, only: tuple[str, ...], out: str
+) -> Callable[[int, Iterable[list[_Assigned]]], Iterable[_PartitionResult]]:
+    """Each task reads its own connections from ``source`` (a path every executor sees, as for ingest):
+    plans shipped inside the tasks ran a 1 GiB driver out of heap on a 100k-send capture."""
+
+    def run(index: int, groups: Iterable[list[_Assigned]]) -> Iterator[_PartitionResult]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         ctx = shared.value
-        for group in groups:
+        for assigned in groups:
+            plan = load_plan(source, {conn_id for conn_id, _, _ in assigned})
+            recorded = {c.conn_id: c for c in plan.connections}
+            group = [
+                dataclasses.replace(recorded[conn_id], copy=copy, broker_name=name)
+                for conn_id, copy, name in assigned
+            ]
             results, queues, seen = replay_connections(group, ctx, start_at=_agreed_start, only=only)
             table = pa.Table.from_pylist([dataclasses.asdict(r) for r in results], schema=request_schema())
             pq.write_table(table, str(Path(out) / "requests" / f"part-{index:05d}.parquet"))
@@ -268,13 +281,13 @@ def run_replay(opts: ReplayOptions, progress: Callable[[str], None] = print) -> 
     spark = spark_session(opts.master, app_name="rmqtwin replay")
     sc = spark.sparkContext
     groups = partition_connections(connections, sc.defaultParallelism)
-    out = Path(opts.out)
+    out = Path(opts.out).resolve()  # tasks on a cluster's workers run elsewhere than this directory
     (out / "requests").mkdir(parents=True, exist_ok=True)
     for old in (out / "requests").glob("part-*.parquet"):
         old.unlink()
     started = time.monotonic()
     shared = sc.broadcast(ctx)
-    run = _replay_partition(shared, opts.only, str(out))
+    run = _replay_partition(shared, str(Path(opts.input).resolve()), opts.only, str(out))
     scheduled_s = None if opts.speed is None else plan.duration_ns / 1e9 / opts.speed
     if opts.duration is not None and scheduled_s is not None:
         scheduled_s = min(scheduled_s, opts.duration)
@@ -282,7 +295,8 @@ def run_replay(opts: ReplayOptions, progress: Callable[[str], None] = print) -> 
     watcher = threading.Thread(target=_progress, args=(sc, started, scheduled_s, stop, progress), daemon=True)
     watcher.start()
     try:
-        parts = sc.parallelize(groups, len(groups)).barrier().mapPartitionsWithIndex(run).collect()
+        assigned = [[(c.conn_id, c.copy, c.broker_name) for c in group] for group in groups]
+        parts = sc.parallelize(assigned, len(assigned)).barrier().mapPartitionsWithIndex(run).collect()
     finally:
         stop.set()
         watcher.join()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -198,8 +198,10 @@ def _client_ids(body: bytes) -> list[str]:
     return [cid] if isinstance(cid, str) and cid else []
 
 
-def plan_records(records: Iterable[Record]) -> CapturePlan:
-    """Build the plan from records in capture order."""
+def plan_records(records: Iterable[Record], keep: Collection[int] | None = None) -> CapturePlan:
+    """Build the plan from records in capture order; of the connections in ``keep`` only, when given (a
+    replay task's: offsets still count from the capture's first record, and route answers of other
+    connections are not read, so broker names come from the driver's plan)."""
     conns: dict[int, ConnectionPlan] = {}
     pending: dict[tuple[int, int, int], tuple[Step | None, int, int]] = {}
     first_ns: int | None = None
@@ -213,6 +215,8 @@ def plan_records(records: Iterable[Record]) -> CapturePlan:
         if first_ns is None:
             first_ns = rec.mono_ns
         last_ns = rec.mono_ns
+        if keep is not None and rec.conn_id not in keep:
+            continue
         conn = conns.get(rec.conn_id)
         if conn is None:
             conn = conns[rec.conn_id] = ConnectionPlan(rec.conn_id, "", str(rec.server))
@@ -343,14 +347,15 @@ def _recorded_bases(
     return bases, {key for key, conns in senders.items() if len(conns) > 1}
 
 
-def load_plan(path: str | os.PathLike[str]) -> CapturePlan:
+def load_plan(path: str | os.PathLike[str], keep: Collection[int] | None = None) -> CapturePlan:
     """The plan of a capture file (all its segments), or of an ingested Parquet directory
-    (``rmqtwin spark ingest --raw``: the directory or its ``frames`` table)."""
+    (``rmqtwin spark ingest --raw``: the directory or its ``frames`` table); ``keep``: see
+    :func:`plan_records`."""
     where = Path(path)
     if where.is_dir():
         frames = where / "frames" if (where / "frames").is_dir() else where
-        return plan_records(_parquet_records(frames))
-    return plan_records(read_records(path))
+        return plan_records(_parquet_records(frames), keep)
+    return plan_records(read_records(path), keep)
 
 
 def _parquet_records(frames_dir: Path) -> Iterator[Record]:
