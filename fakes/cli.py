@@ -44,6 +44,13 @@ def register(subparsers: Any) -> None:
         help="the real broker line to answer as, whatever the client's version (default: 5.5)",
     )
     parser.add_argument("--role", choices=("both", "namesrv", "broker"), default="both")
+    parser.add_argument(
+        "--cluster",
+        choices=("2m-2s-sync", "2m-2s-async", "2m-noslave"),
+        default=None,
+        help="a name server and RocketMQ's example cluster in this process (broker-a/b, masters and slaves, "
+        "stores under --store); --config applies to every broker",
+    )
     parser.add_argument("--namesrv-addr", default=None, help="name server(s) the broker registers with (a;b)")
     parser.add_argument(
         "--broker-name", default=None, help="brokerName (default: broker.conf, else the host name)"
@@ -73,7 +80,7 @@ def serve(args: argparse.Namespace) -> int:
     from twisted.logger import Logger
 
     from rmqtwin.fakes.config import BrokerConfig
-    from rmqtwin.fakes.service import ServeOptions, TwinServer
+    from rmqtwin.fakes.service import ClusterServer, ServeOptions, TwinServer
     from rmqtwin.fakes.tls import TlsMode, TlsSettings
     from rmqtwin.logs import begin_logging
 
@@ -99,9 +106,13 @@ def serve(args: argparse.Namespace) -> int:
     from rmqtwin.proxy.cli import start_faults
 
     options.faults, faults_url = start_faults(args, reactor)
-    server = TwinServer(options, reactor)
-    server.faults_url = faults_url
-    if args.metrics_port is not None:
+    server: TwinServer | ClusterServer
+    if args.cluster:
+        server = ClusterServer(options, reactor, args.cluster)
+    else:
+        server = TwinServer(options, reactor)
+        server.faults_url = faults_url
+    if args.metrics_port is not None and isinstance(server, TwinServer):
         from rmqtwin.fakes.metrics import TwinMetrics
         from rmqtwin.proxy.cli import serve_metrics
 

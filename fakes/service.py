@@ -8,6 +8,8 @@ name server over TCP like a real broker, also when both run in this process.
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import os
 import socket
 from dataclasses import dataclass, field
@@ -229,6 +231,10 @@ class _LateDispatcher:
         return self.holder["broker"].dispatcher.dispatch(channel, request)
 
 
+def _start_next(_: object, server: TwinServer) -> Deferred[Any]:
+    return server.start()
+
+
 class _LateHAFactory(ServerFactory):
     """The HA port's connections go to the broker's HAService (the broker is built after binding)."""
 
@@ -244,3 +250,84 @@ class _LateHAFactory(ServerFactory):
 
 def _port_of(port: IListeningPort) -> int:
     return int(getattr(port.getHost(), "port", 0))
+
+
+CLUSTER_LAYOUTS: dict[str, list[tuple[str, int, str]]] = {
+    "2m-2s-sync": [
+        ("broker-a", 0, "SYNC_MASTER"),
+        ("broker-b", 0, "SYNC_MASTER"),
+        ("broker-a", 1, "SLAVE"),
+        ("broker-b", 1, "SLAVE"),
+    ],
+    "2m-2s-async": [
+        ("broker-a", 0, "ASYNC_MASTER"),
+        ("broker-b", 0, "ASYNC_MASTER"),
+        ("broker-a", 1, "SLAVE"),
+        ("broker-b", 1, "SLAVE"),
+    ],
+    "2m-noslave": [("broker-a", 0, "ASYNC_MASTER"), ("broker-b", 0, "ASYNC_MASTER")],
+}
+"""RocketMQ's example clusters (distribution/conf/2m-2s-sync, 2m-2s-async, 2m-noslave): broker name,
+broker id and role of each broker; masters first, so each slave finds its master when it registers."""
+
+
+class ClusterServer:
+    """A name server and the brokers of a ``CLUSTER_LAYOUTS`` layout in one process (``rmqtwin serve
+    --cluster``): each broker a ``TwinServer`` of role broker with its own ports, store
+    (``<store>/<name>-<id>``) and copy of the broker.conf, registered with the name server over TCP."""
+
+    def __init__(self, options: ServeOptions, reactor: Any, layout: str) -> None:
+        self.options = options
+        self.reactor = reactor
+        self.layout = CLUSTER_LAYOUTS[layout]
+        self.namesrv = TwinServer(dataclasses.replace(options, role="namesrv"), reactor)
+        self.brokers: list[TwinServer] = []
+
+    def start(self) -> Deferred[Any]:
+        d = self.namesrv.start()
+        assert self.namesrv.namesrv_address is not None
+        port = self.namesrv.namesrv_address.rpartition(":")[2]
+        local = "127.0.0.1" if self.options.host in ("", "0.0.0.0", "127.0.0.1") else self.options.host
+        namesrv_addr = f"{local}:{port}"
+        for index, (name, broker_id, role) in enumerate(self.layout):
+            config = copy.deepcopy(self.options.config)
+            config.broker_name, config.broker_id, config.broker_role = name, broker_id, role
+            base = self.options.broker_port
+            server = TwinServer(
+                dataclasses.replace(
+                    self.options,
+                    role="broker",
+                    namesrv_addr=namesrv_addr,
+                    broker_port=base + 4 * index if base else 0,
+                    store=os.path.join(self.options.store, f"{name}-{broker_id}"),
+                    config=config,
+                ),
+                self.reactor,
+            )
+            self.brokers.append(server)
+            d.addCallback(_start_next, server)
+        return d
+
+    def stop(self) -> Deferred[Any]:
+        from twisted.internet.defer import gatherResults
+
+        stops = [broker.stop() for broker in reversed(self.brokers)]
+        return gatherResults(stops).addBoth(lambda _: self.namesrv.stop())
+
+    def ready_line(self) -> str:
+        """The name server, the first master as ``broker`` (what single-broker readers look for) and
+        every broker as ``name@id=address``."""
+        first = self.brokers[0].broker_address if self.brokers else None
+        members = ",".join(
+            f"{s.options.config.broker_name}@{s.options.config.broker_id}={s.broker_address}"
+            for s in self.brokers
+        )
+        parts = [
+            "rmqtwin ready:",
+            f"namesrv={self.namesrv.namesrv_address}",
+            f"broker={first}",
+            f"store={os.path.abspath(self.options.store)}",
+            f"cluster={self.options.config.broker_cluster_name}",
+            f"brokers={members}",
+        ]
+        return " ".join(parts)

@@ -19,7 +19,7 @@ from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
 from rmqtwin.codec.bodies import DataVersion
-from rmqtwin.codec.codes import RequestCode
+from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.fakes.broker.acl import PlainAclService, broker_cluster_acl_config
 from rmqtwin.fakes.broker.admin import AdminProcessor
 from rmqtwin.fakes.broker.client_manage import ClientManageProcessor, notify_consumer_ids_changed
@@ -44,7 +44,7 @@ from rmqtwin.fakes.broker.topics import TopicTable
 from rmqtwin.fakes.broker.transaction import TransactionService
 from rmqtwin.fakes.broker.transaction_check import TransactionalMessageCheckService
 from rmqtwin.fakes.config import BrokerConfig
-from rmqtwin.fakes.dispatch import Channel, Dispatcher, Handler
+from rmqtwin.fakes.dispatch import Channel, Dispatcher, Handler, response
 from rmqtwin.fakes.namesrv_client import NamesrvClient
 from rmqtwin.store_mirror.commitlog import PutMessageResult, PutMessageStatus
 
@@ -54,6 +54,9 @@ if TYPE_CHECKING:
 log = Logger()
 
 HOUSEKEEPING_INTERVAL = 10.0
+SLAVE_CHANGE_REMARK = (
+    "Can't modify topic or subscription group from slave broker, please execute it from master broker."
+)
 SLAVE_SYNC_DELAY, SLAVE_SYNC_PERIOD = 3.0, 10.0
 """``handleSlaveSynchronize``: a slave copies its master's tables 3 s after start, then every 10 s."""
 
@@ -275,6 +278,16 @@ class BrokerController:
             RequestCode.UPDATE_AND_GET_GROUP_FORBIDDEN: self.group_admin.update_and_get_group_forbidden,
             RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: lambda _, __: broker_cluster_acl_config(self.acl),
         }
+        if self.config.slave and not self.config.five:
+            # 4.9.7 AdminBrokerProcessor.validateSlave: topics and groups change on the master only (the
+            # slave copies them); 5.5.0 no longer checks.
+            for refused in (
+                RequestCode.UPDATE_AND_CREATE_TOPIC,
+                RequestCode.DELETE_TOPIC_IN_BROKER,
+                RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                RequestCode.DELETE_SUBSCRIPTIONGROUP,
+            ):
+                table[refused] = lambda _, __: response(ResponseCode.SYSTEM_ERROR, SLAVE_CHANGE_REMARK)
         for code, handler in table.items():
             d.register(code, handler)
         return d

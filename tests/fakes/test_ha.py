@@ -11,7 +11,7 @@ from twisted.internet.testing import StringTransport
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.ha import TransferDecoder, encode_report
-from rmqtwin.fakes.broker.controller import BrokerController
+from rmqtwin.fakes.broker.controller import SLAVE_CHANGE_REMARK, BrokerController
 from rmqtwin.fakes.broker.ha import HAConnection
 from tests.fakes.helpers import Peer, heartbeat, make_broker, peer, pull_header, send_v2
 
@@ -148,3 +148,26 @@ def test_a_55_slave_without_slave_read_enable_turns_pulls_away(tmp_path: Path) -
         ResponseCode.SYSTEM_BUSY,
         "[REJECTREQUEST]system busy, start flow control for a while",
     )
+
+
+def test_a_49_slave_refuses_topic_and_group_changes(tmp_path: Path) -> None:
+    clock = Clock()
+    slave = make_broker(tmp_path, clock, "4.9", brokerRole="SLAVE", brokerId="1")
+    p = peer(slave, clock)
+    for code, header in (
+        (
+            RequestCode.UPDATE_AND_CREATE_TOPIC,
+            {
+                "topic": "T",
+                "defaultTopic": "TBW102",
+                "readQueueNums": 1,
+                "writeQueueNums": 1,
+                "perm": 6,
+                "topicFilterType": "SINGLE_TAG",
+            },
+        ),
+        (RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "T"}),
+        (RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": "G"}),
+    ):
+        answer = p.call(code, header, version=409)
+        assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_ERROR, SLAVE_CHANGE_REMARK)
