@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["build_report", "write_report"]
 
@@ -57,6 +57,24 @@ def _bucket_ns(lo: int, hi: int) -> int:
     """Time bucket for the over-time plots: about 120 points over the range, at least 1 s."""
     span = max(hi - lo, 1)
     return max(1_000_000_000, span // 120)
+
+
+def _latency_percentiles(
+    ex: DataFrame, in_bucket: Column, key: str, keys: Sequence[str]
+) -> list[tuple[int, str, int, int]]:
+    """Latency p50/p99 per time bucket for each of ``keys`` (request codes or topics)."""
+    from pyspark.sql import functions as sf
+
+    rows = (
+        ex.where(sf.col("latency_ns").isNotNull() & sf.col(key).isin(list(keys)))
+        .groupBy(in_bucket, key)
+        .agg(
+            sf.percentile_approx("latency_ns", 0.5).alias("p50"),
+            sf.percentile_approx("latency_ns", 0.99).alias("p99"),
+        )
+        .collect()
+    )
+    return [(r["b"], r[key], r["p50"], r["p99"]) for r in rows]
 
 
 def build_report(
@@ -145,26 +163,17 @@ def build_report(
         ]
         bucket = _bucket_ns(lo, hi)
         top_codes = [r["request_code_name"] for r in out["by_code"][:TOP]]
+        in_bucket = ((sf.col("request_wall_ns") - lo) / bucket).cast("long").alias("b")
         rate = (
             ex.where(sf.col("request_code_name").isin(top_codes))
-            .groupBy(((sf.col("request_wall_ns") - lo) / bucket).cast("long").alias("b"), "request_code_name")
+            .groupBy(in_bucket, "request_code_name")
             .count()
-            .collect()
         )
         out["rate"] = {
             "bucket_s": bucket / 1e9,
-            "rows": [(r["b"], r["request_code_name"], r["count"]) for r in rate],
+            "rows": [(r["b"], r["request_code_name"], r["count"]) for r in rate.collect()],
         }
-        lat = (
-            ex.where(sf.col("latency_ns").isNotNull() & sf.col("request_code_name").isin(top_codes))
-            .groupBy(((sf.col("request_wall_ns") - lo) / bucket).cast("long").alias("b"), "request_code_name")
-            .agg(
-                sf.percentile_approx("latency_ns", 0.5).alias("p50"),
-                sf.percentile_approx("latency_ns", 0.99).alias("p99"),
-            )
-            .collect()
-        )
-        out["latency_by_code"] = [(r["b"], r["request_code_name"], r["p50"], r["p99"]) for r in lat]
+        out["latency_by_code"] = _latency_percentiles(ex, in_bucket, "request_code_name", top_codes)
         top_topics = [
             r["topic"]
             for r in ex.where("topic IS NOT NULL")
@@ -174,22 +183,13 @@ def build_report(
             .limit(TOP)
             .collect()
         ]
-        lat_t = (
-            ex.where(sf.col("latency_ns").isNotNull() & sf.col("topic").isin(top_topics))
-            .groupBy(((sf.col("request_wall_ns") - lo) / bucket).cast("long").alias("b"), "topic")
-            .agg(
-                sf.percentile_approx("latency_ns", 0.5).alias("p50"),
-                sf.percentile_approx("latency_ns", 0.99).alias("p99"),
-            )
-            .collect()
-        )
-        out["latency_by_topic"] = [(r["b"], r["topic"], r["p50"], r["p99"]) for r in lat_t]
+        out["latency_by_topic"] = _latency_percentiles(ex, in_bucket, "topic", top_topics)
         lag = (
             ex.where("max_offset IS NOT NULL AND queue_offset IS NOT NULL")
             .withColumn(
                 "series", sf.concat_ws(" ", "consumer_group", "topic", sf.concat(sf.lit("q"), "queue_id"))
             )
-            .groupBy(((sf.col("request_wall_ns") - lo) / bucket).cast("long").alias("b"), "series")
+            .groupBy(in_bucket, "series")
             .agg(sf.max(sf.col("max_offset") - sf.col("queue_offset")).alias("lag"))
             .collect()
         )
