@@ -226,6 +226,8 @@ class ClientRelayProcessor:
         self, topic: str, group: str, queue_id: int, timestamp: int, offset: int | None
     ) -> RemotingCommand:
         """5.5.0's ``resetOffsetInner``."""
+        if self.config.slave:
+            return response(ResponseCode.SYSTEM_ERROR, "Can not reset offset in slave broker")
         config = self.topics.get(topic)
         if config is None:
             return response(ResponseCode.TOPIC_NOT_EXIST, f"Topic {topic} does not exist")

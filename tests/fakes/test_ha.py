@@ -171,3 +171,11 @@ def test_a_49_slave_refuses_topic_and_group_changes(tmp_path: Path) -> None:
     ):
         answer = p.call(code, header, version=409)
         assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_ERROR, SLAVE_CHANGE_REMARK)
+
+
+def test_a_55_slave_refuses_a_server_side_offset_reset(tmp_path: Path) -> None:
+    clock = Clock()
+    slave = make_broker(tmp_path, clock, "5.5", brokerRole="SLAVE", brokerId="1")
+    header = {"topic": "T", "group": "G", "timestamp": 0, "isForce": True}
+    answer = peer(slave, clock).call(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header, version=513)
+    assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_ERROR, "Can not reset offset in slave broker")
