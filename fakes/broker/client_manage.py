@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec import fastjson
@@ -38,25 +39,15 @@ if TYPE_CHECKING:
     from rmqtwin.fakes.config import BrokerConfig
 
 
+@dataclass(eq=False, kw_only=True)
 class ClientManageProcessor:
-    def __init__(
-        self,
-        *,
-        config: BrokerConfig,
-        clock: IReactorTime,
-        topics: TopicTable,
-        groups: SubscriptionGroupTable,
-        consumers: ConsumerManager,
-        producers: ProducerManager,
-        locks: RebalanceLockManager,
-    ) -> None:
-        self.config = config
-        self.clock = clock
-        self.topics = topics
-        self.groups = groups
-        self.consumers = consumers
-        self.producers = producers
-        self.locks = locks
+    config: BrokerConfig
+    clock: IReactorTime
+    topics: TopicTable
+    groups: SubscriptionGroupTable
+    consumers: ConsumerManager
+    producers: ProducerManager
+    locks: RebalanceLockManager
 
     def _channel_info(self, channel: Channel, request: RemotingCommand, client_id: str) -> ClientChannelInfo:
         return ClientChannelInfo(

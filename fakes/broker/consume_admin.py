@@ -8,6 +8,7 @@ CLEAN_EXPIRED_CONSUMEQUEUE, DELETE_EXPIRED_COMMITLOG.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec import fastjson
@@ -55,31 +56,18 @@ SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 
 
+@dataclass(eq=False, kw_only=True)
 class ConsumeAdminProcessor:
-    def __init__(
-        self,
-        *,
-        config: BrokerConfig,
-        config_data_version: DataVersion,
-        now_ms: Callable[[], int],
-        topics: TopicTable,
-        groups: SubscriptionGroupTable,
-        offsets: ConsumerOffsetTable,
-        consumers: ConsumerManager,
-        schedule: ScheduleMessageService,
-        stats: BrokerStats,
-        store: MessageStore,
-    ) -> None:
-        self.config = config
-        self.config_data_version = config_data_version
-        self.now_ms = now_ms
-        self.topics = topics
-        self.groups = groups
-        self.offsets = offsets
-        self.consumers = consumers
-        self.schedule = schedule
-        self.stats = stats
-        self.store = store
+    config: BrokerConfig
+    config_data_version: DataVersion
+    now_ms: Callable[[], int]
+    topics: TopicTable
+    groups: SubscriptionGroupTable
+    offsets: ConsumerOffsetTable
+    consumers: ConsumerManager
+    schedule: ScheduleMessageService
+    stats: BrokerStats
+    store: MessageStore
 
     def _mq(self, topic: str, queue_id: int) -> MessageQueue:
         return MessageQueue(topic=topic, broker_name=self.config.broker_name, queue_id=queue_id)

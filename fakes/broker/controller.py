@@ -114,12 +114,12 @@ class BrokerController:
             notify_message_arriving=self.notify_message_arriving,
         )
         self.transaction_check = TransactionalMessageCheckService(self)
-        self.consumer_filter = ConsumerFilterProcessor(config)
+        self.consumer_filter = ConsumerFilterProcessor(config=config)
 
         self.send = SendProcessor(self)
         self.pull = PullProcessor(self)
         self.pop = PopProcessor(self)
-        self.offset_processor = OffsetProcessor(config, self.offsets, self.store)
+        self.offset_processor = OffsetProcessor(config=config, offsets=self.offsets, store=self.store)
         self.client_manage = ClientManageProcessor(
             config=config,
             clock=clock,
@@ -130,7 +130,7 @@ class BrokerController:
             locks=self.locks,
         )
         self.admin = AdminProcessor(self)
-        self.query = QueryProcessor(config, self.store)
+        self.query = QueryProcessor(config=config, store=self.store)
         self.relay = ClientRelayProcessor(
             config=config,
             topics=self.topics,
@@ -151,7 +151,9 @@ class BrokerController:
             stats=self.stats,
             store=self.store,
         )
-        self.group_admin = GroupAdminProcessor(config, self.groups, self.offsets, self.consumers)
+        self.group_admin = GroupAdminProcessor(
+            config=config, groups=self.groups, offsets=self.offsets, consumers=self.consumers
+        )
         self.reply = ReplyProcessor(
             config=config,
             send=self.send,

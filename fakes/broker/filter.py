@@ -10,6 +10,7 @@ the client's line: 5.x clients (version ≥ 413) get 5.x's (CONTAINS, STARTSWITH
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec import fastjson
@@ -113,11 +114,11 @@ def message_filter_for(
         ) from None
 
 
+@dataclass(eq=False, kw_only=True)
 class ConsumerFilterProcessor:
     """CHECK_CLIENT_CONFIG (``ClientManageProcessor.checkClientConfig``)."""
 
-    def __init__(self, config: BrokerConfig) -> None:
-        self.config = config
+    config: BrokerConfig
 
     def check_client_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         body = fastjson.loads(request.body) if request.body else None

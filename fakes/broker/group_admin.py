@@ -14,6 +14,7 @@ processor first uses it (a table lookup's NPE, or nothing), as the twin does her
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rmqtwin.codec.bodies import (
@@ -61,18 +62,12 @@ _NULL_GROUP_NPE = (
 """QUERY_TOPICS_BY_CONSUMER without a group on a broker with committed offsets, as real 5.5.0 answers it."""
 
 
+@dataclass(eq=False, kw_only=True)
 class GroupAdminProcessor:
-    def __init__(
-        self,
-        config: BrokerConfig,
-        groups: SubscriptionGroupTable,
-        offsets: ConsumerOffsetTable,
-        consumers: ConsumerManager,
-    ) -> None:
-        self.config = config
-        self.groups = groups
-        self.offsets = offsets
-        self.consumers = consumers
+    config: BrokerConfig
+    groups: SubscriptionGroupTable
+    offsets: ConsumerOffsetTable
+    consumers: ConsumerManager
 
     def _not_supported(self, request: RemotingCommand) -> RemotingCommand | None:
         if self.config.five:

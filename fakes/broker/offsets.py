@@ -5,6 +5,7 @@ SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rmqtwin.codec.codes import ResponseCode
@@ -74,11 +75,11 @@ class ConsumerOffsetTable(ConsumerOffsetManager):
         return queue_id in self.reset_offsets.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {})
 
 
+@dataclass(eq=False, kw_only=True)
 class OffsetProcessor:
-    def __init__(self, config: BrokerConfig, offsets: ConsumerOffsetTable, store: MessageStore) -> None:
-        self.config = config
-        self.offsets = offsets
-        self.store = store
+    config: BrokerConfig
+    offsets: ConsumerOffsetTable
+    store: MessageStore
 
     def query_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, QueryConsumerOffsetRequestHeader)

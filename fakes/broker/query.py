@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rmqtwin.codec.codes import ResponseCode
@@ -18,10 +19,10 @@ if TYPE_CHECKING:
     from rmqtwin.store_mirror.message_store import MessageStore
 
 
+@dataclass(eq=False, kw_only=True)
 class QueryProcessor:
-    def __init__(self, config: BrokerConfig, store: MessageStore) -> None:
-        self.config = config
-        self.store = store
+    config: BrokerConfig
+    store: MessageStore
 
     def query_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, QueryMessageRequestHeader)

@@ -17,6 +17,7 @@ ask a running consumer through the broker.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import Deferred, gatherResults, succeed
@@ -52,23 +53,14 @@ _TIMEOUT_FRAME = (
 )
 
 
+@dataclass(eq=False, kw_only=True)
 class ClientRelayProcessor:
-    def __init__(
-        self,
-        *,
-        config: BrokerConfig,
-        topics: TopicTable,
-        groups: SubscriptionGroupTable,
-        offsets: ConsumerOffsetTable,
-        consumers: ConsumerManager,
-        store: MessageStore,
-    ) -> None:
-        self.config = config
-        self.topics = topics
-        self.groups = groups
-        self.offsets = offsets
-        self.consumers = consumers
-        self.store = store
+    config: BrokerConfig
+    topics: TopicTable
+    groups: SubscriptionGroupTable
+    offsets: ConsumerOffsetTable
+    consumers: ConsumerManager
+    store: MessageStore
 
     # -- callConsumer ------------------------------------------------------------------------------
     def get_consumer_running_info(

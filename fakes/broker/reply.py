@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from twisted.internet.defer import Deferred, succeed
@@ -45,29 +46,18 @@ _STORED = (
 )
 
 
+@dataclass(eq=False, kw_only=True)
 class ReplyProcessor:
     """SEND_REPLY_MESSAGE(_V2) (``ReplyMessageProcessor``): checked as a send is, pushed to the requester."""
 
-    def __init__(
-        self,
-        *,
-        config: BrokerConfig,
-        send: SendProcessor,
-        producers: ProducerManager,
-        store: MessageStore,
-        stats: BrokerStats,
-        store_host: tuple[str, int],
-        now_ms: Callable[[], int],
-        notify_message_arriving: Callable[[str, int], None],
-    ) -> None:
-        self.config = config
-        self.send = send
-        self.producers = producers
-        self.store = store
-        self.stats = stats
-        self.store_host = store_host
-        self.now_ms = now_ms
-        self.notify_message_arriving = notify_message_arriving
+    config: BrokerConfig
+    send: SendProcessor
+    producers: ProducerManager
+    store: MessageStore
+    stats: BrokerStats
+    store_host: tuple[str, int]
+    now_ms: Callable[[], int]
+    notify_message_arriving: Callable[[str, int], None]
 
     def send_reply_message(
         self, channel: Channel, request: RemotingCommand

@@ -11,6 +11,7 @@ copy of the half message, handled here like any other.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec.codes import ResponseCode
@@ -41,25 +42,16 @@ if TYPE_CHECKING:
     from rmqtwin.store_mirror.message_store import MessageStore
 
 
+@dataclass(eq=False, kw_only=True)
 class TransactionService:
     """Half messages in, END_TRANSACTION and RESUME_CHECK_HALF_MESSAGE (``EndTransactionProcessor``)."""
 
-    def __init__(
-        self,
-        *,
-        config: BrokerConfig,
-        topics: TopicTable,
-        store: MessageStore,
-        store_host: tuple[str, int],
-        now_ms: Callable[[], int],
-        notify_message_arriving: Callable[[str, int], None],
-    ) -> None:
-        self.config = config
-        self.topics = topics
-        self.store = store
-        self.store_host = store_host
-        self.now_ms = now_ms
-        self.notify_message_arriving = notify_message_arriving
+    config: BrokerConfig
+    topics: TopicTable
+    store: MessageStore
+    store_host: tuple[str, int]
+    now_ms: Callable[[], int]
+    notify_message_arriving: Callable[[str, int], None]
 
     def parse_half_message(self, msg: MessageExtBrokerInner) -> None:
         """Turn a prepared message into the half record (``parseHalfMessageInner``)."""
