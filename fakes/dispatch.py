@@ -155,6 +155,10 @@ FAQ_URL_5 = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 """``FAQUrl``'s links (every constant of a line is the same page): 4.9.x's and 5.x's."""
 
 
+REJECT_REQUEST_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
+"""What NettyRemotingAbstract answers (SYSTEM_BUSY) when a processor's ``rejectRequest`` is true."""
+
+
 def suggest_todo(five: bool) -> str:
     """``FAQUrl.suggestTodo``: the hint the Java servers append to some remarks, linking the emulated
     line's FAQ."""

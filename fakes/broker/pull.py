@@ -19,7 +19,14 @@ from rmqtwin.codec.java import java_string_hash
 from rmqtwin.fakes.broker.filter import FilterError, message_filter_for
 from rmqtwin.fakes.broker.group_admin import INDEX_PERM_READ, SUBSCRIPTION_FORBIDDEN
 from rmqtwin.fakes.broker.topics import is_readable, parameter_error
-from rmqtwin.fakes.dispatch import Channel, decode_header_fast, require, response, suggest_todo
+from rmqtwin.fakes.dispatch import (
+    REJECT_REQUEST_REMARK,
+    Channel,
+    decode_header_fast,
+    require,
+    response,
+    suggest_todo,
+)
 from rmqtwin.store_mirror.message_store import GetMessageStatus
 
 if TYPE_CHECKING:
@@ -32,8 +39,6 @@ FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
 SUB_ALL = "*"
 MASTER_ID = 0
-REJECT_REQUEST_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
-"""What NettyRemotingAbstract answers when a processor's ``rejectRequest`` is true."""
 
 _STATUS_CODES = {
     GetMessageStatus.FOUND: ResponseCode.SUCCESS,

@@ -37,6 +37,7 @@ from rmqtwin.fakes.broker.topics import (
     validate_topic,
 )
 from rmqtwin.fakes.dispatch import (
+    REJECT_REQUEST_REMARK,
     Channel,
     HandlerResult,
     decode_header,
@@ -146,6 +147,8 @@ class SendProcessor:
 
     # -- SEND_MESSAGE / V2 / BATCH ----------------------------------------------------------------
     def process_send(self, channel: Channel, request: RemotingCommand) -> Any:
+        if self._rejected():
+            return response(ResponseCode.SYSTEM_BUSY, REJECT_REQUEST_REMARK)
         v2 = request.code in _SEND_V2_CODES
         if not self.broker.config.five and (request.ext_fields or {}).get("b" if v2 else "topic") is None:
             # 4.9.7's msgCheck meets the null topic before anything else does (5.5.0 fails with an NPE);
@@ -403,7 +406,15 @@ class SendProcessor:
         return response(ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT", ext_fields)
 
     # -- CONSUMER_SEND_MSG_BACK ---------------------------------------------------------------
+    def _rejected(self) -> bool:
+        """5.x ``SendMessageProcessor.rejectRequest``: a slave turns sends away before reading them (4.9
+        lets the store refuse them: SERVICE_NOT_AVAILABLE)."""
+        config = self.broker.config
+        return config.five and config.slave
+
     def consumer_send_msg_back(self, channel: Channel, request: RemotingCommand) -> Any:
+        if self._rejected():
+            return response(ResponseCode.SYSTEM_BUSY, REJECT_REQUEST_REMARK)
         broker = self.broker
         header = decode_header(request, ConsumerSendMsgBackRequestHeader)
         group = header.group

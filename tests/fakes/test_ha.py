@@ -13,6 +13,7 @@ from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.ha import TransferDecoder, encode_report
 from rmqtwin.fakes.broker.controller import SLAVE_CHANGE_REMARK, BrokerController
 from rmqtwin.fakes.broker.ha import HAConnection
+from rmqtwin.fakes.dispatch import REJECT_REQUEST_REMARK
 from tests.fakes.helpers import Peer, heartbeat, make_broker, peer, pull_header, send_v2
 
 
@@ -71,12 +72,15 @@ def test_slave_store_takes_the_masters_bytes_in_any_slices(tmp_path: Path) -> No
     assert not slave.store.append_to_commit_log(5, b"gap")  # not where the slave's log ends
 
 
-def test_a_send_to_a_slave_is_service_not_available(tmp_path: Path) -> None:
+def test_a_send_to_a_slave_is_refused_as_each_line_does(tmp_path: Path) -> None:
     clock = Clock()
-    slave = make_broker(tmp_path, clock, brokerRole="SLAVE", brokerId="1")
+    slave = make_broker(tmp_path / "4", clock, "4.9", brokerRole="SLAVE", brokerId="1")
     answer = send_v2(peer(slave, clock), "T", b"no")
-    assert answer.code == ResponseCode.SERVICE_NOT_AVAILABLE
+    assert answer.code == ResponseCode.SERVICE_NOT_AVAILABLE  # 4.9.7: the store refuses it
     assert "messages are put to the slave" in (answer.remark or "")
+    slave = make_broker(tmp_path / "5", clock, "5.5", brokerRole="SLAVE", brokerId="1")
+    answer = send_v2(peer(slave, clock), "T", b"no")  # 5.5.0: rejectRequest, before anything else
+    assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_BUSY, REJECT_REQUEST_REMARK)
 
 
 def _sync_master(tmp_path: Path, version: str, **props: str) -> tuple[Clock, BrokerController]:

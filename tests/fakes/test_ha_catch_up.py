@@ -61,7 +61,7 @@ def test_slave_serves_reads_without_its_master_and_catches_up(
 
     master.process.kill()
     master.process.wait()
-    assert_refuses_writes(slave.broker_addr, "Ha")
+    assert_refuses_writes(slave.broker_addr, "Ha", "5")
     header = {"topic": "Ha", "queueId": "0"}
     in_queue = call(slave.broker_addr, RequestCode.GET_MAX_OFFSET, header).ext_fields["offset"]
     assert int(in_queue) > 0  # what the slave holds is still read there

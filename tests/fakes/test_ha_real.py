@@ -8,6 +8,7 @@ Each test starts its own JVMs (a real master with its name server, or a real sla
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,8 +18,10 @@ import pytest
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.conformance.java_client import JavaClient
 from rmqtwin.conformance.launcher import RealRocketMQ, probe
+from rmqtwin.fakes.dispatch import REJECT_REQUEST_REMARK
 from rmqtwin.fakes.pytest_plugin import RunningTwin, start_subprocess
 from tests.fakes.helpers import call
+from tests.fakes.test_java_admin import _ran
 
 pytestmark = [pytest.mark.java, pytest.mark.real, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -65,17 +68,31 @@ def wait_topic_synced(slave_addr: str, topic: str, timeout: float = 40.0) -> Non
         time.sleep(0.5)
 
 
-def assert_refuses_writes(slave_addr: str, topic: str) -> None:
-    """A send to a slave: its store refuses it (``checkStoreStatus``), as real slaves do."""
+def assert_refuses_writes(slave_addr: str, topic: str, line: str) -> None:
+    """A send to a slave: 4.9.7's store refuses it (``checkStoreStatus``); 5.5.0 turns it away before
+    (``SendMessageProcessor.rejectRequest``)."""
     header = {"a": "P", "b": topic, "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0", "h": "0"}
     answer = call(slave_addr, RequestCode.SEND_MESSAGE_V2, header, b"to the slave")
     remark = answer.remark or ""
+    if line == "5":
+        assert (answer.code, remark) == (ResponseCode.SYSTEM_BUSY, REJECT_REQUEST_REMARK)
+        return
     assert answer.code == ResponseCode.SERVICE_NOT_AVAILABLE, (answer.code, remark)
     assert remark.startswith(
         "service not available now. It may be caused by one of the following reasons: "
         "the broker's disk is full ["
     ), remark
     assert remark.endswith("], messages are put to the slave, message store has been shut down, etc."), remark
+
+
+def assert_cluster_lists(client: JavaClient, namesrv: str, master: str, slave: str) -> None:
+    """mqadmin clusterList shows broker-a's master (0) and slave (1); getBrokerConfig the slave's role."""
+    shown = _ran(client.mqadmin(namesrv, "clusterList"))
+    rows = set(re.findall(r"^rmqtwin\s+(broker-a)\s+(\d)\s+(\S+)", shown, re.M))
+    assert rows == {("broker-a", "0", master), ("broker-a", "1", slave)}, shown
+    config = _ran(client.mqadmin(namesrv, "getBrokerConfig", "-b", slave))
+    assert re.search(r"^brokerRole\s*=\s*SLAVE$", config, re.M), config
+    assert re.search(r"^brokerId\s*=\s*1$", config, re.M), config
 
 
 def used(files: dict[str, bytes]) -> int:
@@ -129,7 +146,8 @@ def test_twin_slave_replicates_a_real_master(
         master_files = wait_identical(real.store_dir, slave.store_dir)
         assert used(master_files) > 20 * 100
         wait_topic_synced(slave.broker_addr, topic)
-        assert_refuses_writes(slave.broker_addr, topic)
+        assert_refuses_writes(slave.broker_addr, topic, line)
+        assert_cluster_lists(client, real.namesrv_addr, real.broker_addr, slave.broker_addr)
         real.brokers[0].process.kill()
         real.brokers[0].process.wait()
         got = (
@@ -164,7 +182,8 @@ def test_real_slave_replicates_a_twin_master(
         master_files = wait_identical(master.store_dir, real.store_dir)
         assert used(master_files) > 20 * 100
         wait_topic_synced(real.broker_addr, topic)
-        assert_refuses_writes(real.broker_addr, topic)
+        assert_refuses_writes(real.broker_addr, topic, line)
+        assert_cluster_lists(client, namesrv.namesrv_addr, master.broker_addr, real.broker_addr)
         master.process.kill()
         master.process.wait()
         got = (
