@@ -14,6 +14,7 @@ set them when talking to a 5.x peer. Java ``Set``s are lists here (order kept, e
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import struct
 import types
@@ -27,6 +28,8 @@ from rmqtwin.codec import fastjson
 from rmqtwin.codec.errors import BodyError
 
 __all__ = [
+    "BatchAck",
+    "BatchAckMessageRequestBody",
     "Body",
     "BrokerData",
     "BrokerStatsData",
@@ -801,6 +804,36 @@ class SubscriptionGroupConfig(Body):
     consume_timeout_minute: int | None = None  # 5.x (15)
     subscription_data_set: list[Any] | None = None  # 5.x (SimpleSubscriptionData beans)
     attributes: dict[str, str] | None = None  # 5.x
+
+
+@dataclass(slots=True, kw_only=True)
+class BatchAck(Body):
+    """One queue's acks in a BATCH_ACK_MESSAGE body: ``b`` is the acked offsets (from ``so``) as
+    ``BitSet.toByteArray`` in base64, as fastjson writes a byte array."""
+
+    consumer_group: str | None = _wire("c")
+    topic: str | None = _wire("t")
+    retry: str | None = _wire("r")
+    start_offset: int = _wire("so", 0)
+    queue_id: int = _wire("q", 0)
+    revive_queue_id: int = _wire("rq", 0)
+    pop_time: int = _wire("pt", 0)
+    invisible_time: int = _wire("it", 0)
+    bit_set: str | None = _wire("b")
+
+    def offsets(self) -> list[int]:
+        """The acked offsets: ``startOffset`` plus each set bit's index."""
+        raw = base64.b64decode(self.bit_set or "")
+        bits = int.from_bytes(raw, "little")
+        return [self.start_offset + i for i in range(bits.bit_length()) if bits >> i & 1]
+
+
+@dataclass(slots=True, kw_only=True)
+class BatchAckMessageRequestBody(Body):
+    """BATCH_ACK_MESSAGE (200151, 5.x) body."""
+
+    broker_name: str | None = None
+    acks: list[BatchAck] | None = None
 
 
 @dataclass(slots=True, kw_only=True)

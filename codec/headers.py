@@ -94,7 +94,12 @@ __all__ = [
     "HeartbeatResponseHeader",
     "LockBatchMqRequestHeader",
     "Long",
+    "NotificationRequestHeader",
+    "NotificationResponseHeader",
     "NotifyConsumerIdsChangedRequestHeader",
+    "PeekMessageRequestHeader",
+    "PollingInfoRequestHeader",
+    "PollingInfoResponseHeader",
     "PopMessageRequestHeader",
     "PopMessageResponseHeader",
     "PullMessageRequestHeader",
@@ -112,6 +117,8 @@ __all__ = [
     "QuerySubscriptionByConsumerRequestHeader",
     "QueryTopicConsumeByWhoRequestHeader",
     "QueryTopicsByConsumerRequestHeader",
+    "RecallMessageRequestHeader",
+    "RecallMessageResponseHeader",
     "RegisterBrokerRequestHeader",
     "RegisterBrokerResponseHeader",
     "RegisterTopicRequestHeader",
@@ -630,6 +637,68 @@ class ChangeInvisibleTimeResponseHeader(CommandCustomHeader):
     pop_time: Long
     invisible_time: Long
     revive_qid: int
+
+
+@dataclass(slots=True, kw_only=True)
+class PeekMessageRequestHeader(TopicRequestHeader):
+    """PEEK_MESSAGE (200052, 5.x): messages from the group's pop offset on, without popping them."""
+
+    topic: str
+    queue_id: int
+    max_msg_nums: int
+    consumer_group: str
+
+
+@dataclass(slots=True, kw_only=True)
+class NotificationRequestHeader(TopicRequestHeader):
+    """NOTIFICATION (200054, 5.x): whether a pop would find a message, waiting up to ``pollTime``."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    poll_time: Long
+    born_time: Long
+    order: bool | None = None
+    attempt_id: str | None = None
+    exp_type: str | None = None
+    exp: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class NotificationResponseHeader(CommandCustomHeader):
+    has_msg: bool
+    polling_full: bool = False
+
+
+@dataclass(slots=True, kw_only=True)
+class PollingInfoRequestHeader(TopicRequestHeader):
+    """POLLING_INFO (200055, 5.x): how many pops of a group wait on a topic's queue."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+
+
+@dataclass(slots=True, kw_only=True)
+class PollingInfoResponseHeader(CommandCustomHeader):
+    polling_num: int
+
+
+@dataclass(slots=True, kw_only=True)
+class RecallMessageRequestHeader(TopicRequestHeader):
+    """RECALL_MESSAGE (370, 5.x): ``recallHandle`` is what the send answer of a timer message carried."""
+
+    topic: str
+    recall_handle: str
+    producer_group: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class RecallMessageResponseHeader(CommandCustomHeader):
+    """The broker adds ``MSG_REGION``."""
+
+    msg_id: str | None = None
+    msg_region: str | None = _wire_opt("MSG_REGION")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1263,6 +1332,10 @@ REQUEST_HEADERS: dict[int, type[CommandCustomHeader]] = {
     _RC.POP_MESSAGE: PopMessageRequestHeader,
     _RC.ACK_MESSAGE: AckMessageRequestHeader,
     _RC.CHANGE_MESSAGE_INVISIBLETIME: ChangeInvisibleTimeRequestHeader,
+    _RC.PEEK_MESSAGE: PeekMessageRequestHeader,
+    _RC.NOTIFICATION: NotificationRequestHeader,
+    _RC.POLLING_INFO: PollingInfoRequestHeader,
+    _RC.RECALL_MESSAGE: RecallMessageRequestHeader,
 }
 """Request header class by request code (codes whose requests carry no header are absent)."""
 
@@ -1296,6 +1369,10 @@ RESPONSE_HEADERS: dict[int, type[CommandCustomHeader]] = {
     _RC.ADD_WRITE_PERM_OF_BROKER: AddWritePermOfBrokerResponseHeader,
     _RC.POP_MESSAGE: PopMessageResponseHeader,
     _RC.CHANGE_MESSAGE_INVISIBLETIME: ChangeInvisibleTimeResponseHeader,
+    _RC.PEEK_MESSAGE: PopMessageResponseHeader,
+    _RC.NOTIFICATION: NotificationResponseHeader,
+    _RC.POLLING_INFO: PollingInfoResponseHeader,
+    _RC.RECALL_MESSAGE: RecallMessageResponseHeader,
 }
 """Response header class by the *request* code it answers."""
 

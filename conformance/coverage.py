@@ -79,7 +79,6 @@ OUT_OF_SCOPE: dict[int, str] = {
     61: "5.x timer wheel (timerWheelEnable) not modelled",
     354: "out of scope: RocksDB consume queues",
     355: "out of scope: RocksDB config store",
-    370: "5.x message recall not modelled yet",
     400: "5.x client-side load balancing off the broker (QUERY_ASSIGNMENT) not modelled yet",
     401: "5.x client-side load balancing off the broker not modelled yet",
     402: "5.x client-side load balancing off the broker not modelled yet",
@@ -93,11 +92,7 @@ OUT_OF_SCOPE: dict[int, str] = {
     **{code: _CONTROLLER for code in range(1001, 1014)},
     **{code: "out of scope: tiered storage and cold-data flow control" for code in range(2001, 2005)},
     **{code: "ACL 2.0 (users and policies) not modelled" for code in range(3001, 3011)},
-    200052: "5.x POP peek not modelled yet",
-    200054: "5.x POP notification not modelled yet",
-    200055: "5.x POP polling info not modelled yet",
     200056: "5.x POP rollback not modelled yet",
-    200151: "5.x batch ack not modelled yet",
 }
 """Why a code a real server serves is not handled by the twin (DLedger itself has no remoting codes: its
 replication speaks its own protocol, out of scope with the controller: a DLedger commitlog

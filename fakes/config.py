@@ -67,7 +67,8 @@ class BrokerConfig:
     flush_consumer_offset_interval: int = 5000
     transaction_timeout: int = 6000
     transaction_check_max: int = 15
-    transaction_check_interval: int = 60_000
+    transaction_check_interval: int | None = None
+    """None: the emulated line's default (``check_interval_ms``)."""
     store_path_root_dir: str = ""
     flush_disk_type: str = "ASYNC_FLUSH"
     broker_role: str = "ASYNC_MASTER"
@@ -92,6 +93,7 @@ class BrokerConfig:
     file_reserved_time: int = 72
     acl_enable: bool = False
     server_channel_max_idle_time_seconds: int = 120
+    recall_message_enable: bool = False  # 5.x: RECALL_MESSAGE refused unless on
     reject_unparsable_sql92: bool = False  # twin-only: SUBSCRIPTION_PARSE_FAILED instead of the reals' FOUND
     extra: dict[str, str] = field(default_factory=dict)
     rocketmq_version: str = "5.5"
@@ -134,7 +136,9 @@ class BrokerConfig:
                 self.extra[key] = raw
                 changed.append(key)
                 continue
-            setattr(self, attr, _coerce(raw.strip(), type(getattr(self, attr))))
+            current = getattr(self, attr)
+            # A setting whose default is the line's (None) is an int one.
+            setattr(self, attr, _coerce(raw.strip(), int if current is None else type(current)))
             changed.append(key)
         return changed
 
@@ -146,6 +150,8 @@ class BrokerConfig:
             if f.name in self._NOT_PROPERTIES:
                 continue
             value = getattr(self, f.name)
+            if f.name == "transaction_check_interval":
+                value = self.check_interval_ms
             key = inverse.get(f.name, _camel(f.name))
             out[key] = str(value).lower() if isinstance(value, bool) else str(value)
         out.update(self.extra)
@@ -155,6 +161,13 @@ class BrokerConfig:
     def five(self) -> bool:
         """Whether the twin answers as a 5.x broker (else as 4.9.x)."""
         return not self.rocketmq_version.startswith("4.")
+
+    @property
+    def check_interval_ms(self) -> int:
+        """``transactionCheckInterval``: 60 s on the 4.9 line, 30 s on the 5.x line unless set."""
+        if self.transaction_check_interval is not None:
+            return self.transaction_check_interval
+        return 30_000 if self.five else 60_000
 
     @property
     def server_release(self) -> str:

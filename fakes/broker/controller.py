@@ -31,8 +31,10 @@ from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
 from rmqtwin.fakes.broker.ha import HAClient, HAService
 from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable, OffsetProcessor
 from rmqtwin.fakes.broker.pop import PopProcessor
+from rmqtwin.fakes.broker.pop_probe import PopProbeProcessor
 from rmqtwin.fakes.broker.pull import PullProcessor
 from rmqtwin.fakes.broker.query import QueryProcessor
+from rmqtwin.fakes.broker.recall import RecallProcessor
 from rmqtwin.fakes.broker.relay import ClientRelayProcessor
 from rmqtwin.fakes.broker.reply import ReplyProcessor
 from rmqtwin.fakes.broker.schedule import TICK_SECONDS, Reput, ScheduleMessageService
@@ -119,6 +121,15 @@ class BrokerController:
         self.send = SendProcessor(self)
         self.pull = PullProcessor(self)
         self.pop = PopProcessor(self)
+        self.pop_probe = PopProbeProcessor(self.pop)
+        self.recall = RecallProcessor(
+            config=config,
+            topics=self.topics,
+            store=self.store,
+            store_host=self.store_host,
+            stats=self.stats,
+            now_ms=self.now_ms,
+        )
         self.offset_processor = OffsetProcessor(config=config, offsets=self.offsets, store=self.store)
         self.client_manage = ClientManageProcessor(
             config=config,
@@ -220,6 +231,11 @@ class BrokerController:
             RequestCode.POP_MESSAGE: self.pop.pop_message,
             RequestCode.ACK_MESSAGE: self.pop.ack_message,
             RequestCode.CHANGE_MESSAGE_INVISIBLETIME: self.pop.change_invisible_time,
+            RequestCode.BATCH_ACK_MESSAGE: self.pop.batch_ack_message,
+            RequestCode.PEEK_MESSAGE: self.pop_probe.peek_message,
+            RequestCode.NOTIFICATION: self.pop_probe.notification,
+            RequestCode.POLLING_INFO: self.pop_probe.polling_info,
+            RequestCode.RECALL_MESSAGE: self.recall.recall_message,
             RequestCode.QUERY_CONSUMER_OFFSET: self.offset_processor.query_consumer_offset,
             RequestCode.UPDATE_CONSUMER_OFFSET: self.offset_processor.update_consumer_offset,
             RequestCode.GET_MAX_OFFSET: self.offset_processor.get_max_offset,

@@ -1,4 +1,4 @@
-"""POP consumption (5.x): POP_MESSAGE, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME and revive.
+"""POP consumption (5.x): POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, revive.
 
 Follows ``PopMessageProcessor``, ``AckMessageProcessor``, ``ChangeInvisibleTimeProcessor`` and
 ``PopReviveService`` of 5.5.0 with the checkpoints kept in memory (5.5.0 keeps them in its pop buffer
@@ -26,13 +26,16 @@ twin are not revived).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet.interfaces import IDelayedCall
 from twisted.internet.task import LoopingCall
 
+from rmqtwin.codec.bodies import BatchAckMessageRequestBody
 from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.codec.errors import BodyError
 from rmqtwin.codec.headers import (
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
@@ -44,7 +47,7 @@ from rmqtwin.codec.message import decode_message_records, encode_message_record
 from rmqtwin.fakes.broker.filter import FilterError, message_filter_for
 from rmqtwin.fakes.broker.pull import build_subscription_data
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX, is_readable
-from rmqtwin.fakes.dispatch import Channel, decode_header, response, suggest_todo
+from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, response, suggest_todo
 from rmqtwin.store_mirror.commitlog import PutMessageStatus
 from rmqtwin.store_mirror.message_store import GetMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
@@ -76,6 +79,17 @@ _PASSED_OVER = (
 def pop_retry_topic(topic: str, group: str) -> str:
     """``KeyBuilder.buildPopRetryTopicV1`` (``enableRetryTopicV2`` is off by default)."""
     return f"{RETRY_GROUP_TOPIC_PREFIX}{group}_{topic}"
+
+
+def real_topic(topic: str, group: str, retry: str | None) -> str:
+    """``ExtraInfoUtil.getRealTopic``: "1" names the v1 pop retry topic, "2" the v2 one."""
+    if retry == "1":
+        return pop_retry_topic(topic, group)
+    if retry == "2":
+        return f"{RETRY_GROUP_TOPIC_PREFIX}{group}+{topic}"
+    if retry == "0":
+        return topic
+    raise ValueError("getRetry fail, format is wrong")
 
 
 def _retry_flag(topic: str) -> str:
@@ -147,15 +161,20 @@ class OrderInfo:
         return self.offsets[-1] + 1
 
 
+Rerun = Callable[[Channel, "RemotingCommand"], "RemotingCommand | None"]
+
+
 @dataclass
 class PopRequest:
-    """A parked pop (``PopLongPollingService``): re-run on arrival or at its expiry."""
+    """A parked POP or NOTIFICATION (``PopLongPollingService``): ``rerun`` on arrival or at its expiry."""
 
     request: RemotingCommand
     channel: Channel
     topic: str
     group: str
+    queue_id: int
     expired_ms: int
+    rerun: Rerun
     timer: IDelayedCall | None = None
 
 
@@ -211,28 +230,9 @@ class PopProcessor:
                 ResponseCode.INVALID_PARAMETER, f"the broker[{ip}] pop message's num is greater than 32"
             )
         topic, group = header.topic, header.consumer_group
-        topic_config = broker.topics.get(topic)
-        if topic_config is None:
-            return response(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {suggest_todo(broker.config.five)}",
-            )
-        if not is_readable(topic_config.perm):
-            return response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden")
-        if header.queue_id >= topic_config.read_queue_nums:
-            return response(
-                ResponseCode.INVALID_PARAMETER,
-                f"queueId[{header.queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
-                f"[{topic_config.read_queue_nums}] consumer:[{channel.remote_addr}]",
-            )
-        group_config = broker.groups.find(group)
-        if group_config is None:
-            return response(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group [{group}] does not exist, {suggest_todo(broker.config.five)}",
-            )
-        if not group_config.consume_enable:
-            return response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        refused = self.readable_by(channel, topic, header.queue_id, group)
+        if refused is not None:
+            return refused
         try:
             subscription = build_subscription_data(topic, header.exp or "*", header.exp_type or "TAG")
             message_filter = message_filter_for(subscription, self.broker.config.five, from_request=True)
@@ -276,9 +276,39 @@ class PopProcessor:
         if header.poll_time > 0:
             expired_ms = header.born_time + header.poll_time
             if broker.now_ms() < expired_ms:
-                self._park(PopRequest(request, channel, topic, group, expired_ms))
+                self.park(
+                    PopRequest(request, channel, topic, group, header.queue_id, expired_ms, self.pop_message)
+                )
                 return None
         return response(ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE", answer)
+
+    def readable_by(self, channel: Channel, topic: str, queue_id: int, group: str) -> RemotingCommand | None:
+        """The topic, queue and group checks POP, PEEK, NOTIFICATION and POLLING_INFO share (5.5.0
+        words them alike): None when ``group`` may read ``queue_id`` of ``topic``, else the refusal."""
+        broker = self.broker
+        topic_config = broker.topics.get(topic)
+        if topic_config is None:
+            return response(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please! {suggest_todo(broker.config.five)}",
+            )
+        if not is_readable(topic_config.perm):
+            return response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden")
+        if queue_id >= topic_config.read_queue_nums:
+            return response(
+                ResponseCode.INVALID_PARAMETER,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                f"[{topic_config.read_queue_nums}] consumer:[{channel.remote_addr}]",
+            )
+        group_config = broker.groups.find(group)
+        if group_config is None:
+            return response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{group}] does not exist, {suggest_todo(broker.config.five)}",
+            )
+        if not group_config.consume_enable:
+            return response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        return None
 
     def _pop_from_topic(self, pop: _Pop, topic: str, *, is_retry: bool) -> None:
         config = self.broker.topics.get(topic)
@@ -429,7 +459,7 @@ class PopProcessor:
         return b"".join(out)
 
     # -- long polling ------------------------------------------------------------------------------
-    def _park(self, parked: PopRequest) -> None:
+    def park(self, parked: PopRequest) -> None:
         self.parked.append(parked)
         delay = max(0.0, parked.expired_ms / 1000.0 - self.broker.clock.seconds())
         parked.timer = self.broker.clock.callLater(delay, self._wake, parked)
@@ -443,9 +473,18 @@ class PopProcessor:
         parked.timer = None
         if not parked.channel.is_active:
             return
-        answer = self.pop_message(parked.channel, parked.request)
+        answer = parked.rerun(parked.channel, parked.request)
         if answer is not None:
             parked.channel.send_response(parked.request, answer)
+
+    def polling_num(self, topic: str, group: str, queue_id: int) -> int:
+        """POPs of ``group`` waiting on ``topic`` with this ``queueId`` (-1: any queue), as 5.5.0's
+        polling map counts them by ``topic@group@queueId``."""
+        return sum(
+            1
+            for p in self.parked
+            if p.rerun == self.pop_message and (p.topic, p.group, p.queue_id) == (topic, group, queue_id)
+        )
 
     def notify_message_arriving(self, topic: str) -> None:
         original = self.retry_topics.get(topic, topic)
@@ -478,7 +517,7 @@ class PopProcessor:
             )
         if not ack and (offset < low or offset >= high):
             # createResponseCommand(Class) leaves its default remark.
-            return response(ResponseCode.NO_MESSAGE, "not set any response code")
+            return response(ResponseCode.NO_MESSAGE, NOT_SET_REMARK)
         return None
 
     def ack_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -496,6 +535,36 @@ class PopProcessor:
             return self._ack_orderly(channel, key, header.offset, pop_time)
         self._ack(header.consumer_group, header.topic, header.queue_id, header.offset, header.extra_info)
         return response()
+
+    def batch_ack_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """BATCH_ACK_MESSAGE (``AckMessageProcessor``): each queue's acked offsets as a bit set from its
+        checkpoint's start offset; offsets outside the queue are passed over, no topic check."""
+        try:
+            body = BatchAckMessageRequestBody.decode(request.body) if request.body else None
+        except BodyError:
+            body = None
+        if body is None or not body.acks:
+            return response(ResponseCode.NO_MESSAGE)
+        answer = response()
+        store = self.broker.store
+        for ack in body.acks:
+            group, queue_id = ack.consumer_group or "", ack.queue_id
+            try:
+                topic = real_topic(ack.topic or "", group, ack.retry)
+            except ValueError as exc:
+                return response(ResponseCode.SYSTEM_ERROR, f"java.lang.IllegalArgumentException: {exc}")
+            low = store.get_min_offset_in_queue(topic, queue_id)
+            high = store.get_max_offset_in_queue(topic, queue_id)
+            for offset in ack.offsets():
+                if offset < low or offset > high:
+                    continue
+                if ack.revive_queue_id == POP_ORDER_REVIVE_QUEUE:
+                    refused = self._ack_orderly(channel, (topic, group, queue_id), offset, ack.pop_time)
+                    if refused.code != ResponseCode.SUCCESS:
+                        answer = refused
+                else:
+                    self._ack_offset((topic, group, queue_id), offset, ack.start_offset, ack.pop_time)
+        return answer
 
     def _ack_orderly(
         self, channel: Channel, key: tuple[str, str, int], offset: int, pop_time: int
@@ -538,7 +607,12 @@ class PopProcessor:
             start_offset, pop_time = int(parts[0]), int(parts[1])
         except (IndexError, ValueError):
             return None
-        key = (topic, group, queue_id)
+        return self._ack_offset((topic, group, queue_id), offset, start_offset, pop_time)
+
+    def _ack_offset(
+        self, key: tuple[str, str, int], offset: int, start_offset: int, pop_time: int
+    ) -> PopCheckPoint | None:
+        """Mark ``offset`` done in the checkpoint of the pop at ``pop_time`` from ``start_offset``."""
         for checkpoint in self.checkpoints.get(key, []):
             if (checkpoint.start_offset, checkpoint.pop_time) == (start_offset, pop_time):
                 if offset in checkpoint.offsets:

@@ -24,7 +24,12 @@ from rmqtwin.codec.headers import (
 )
 from rmqtwin.codec.message import UniqIdGenerator, decode_batch, merge_batch_properties, string_to_properties
 from rmqtwin.fakes.broker.attributes import CLEANUP_POLICY
-from rmqtwin.fakes.broker.timer import TIMER_TOPIC, timer_illegal_remark, transform_timer_message
+from rmqtwin.fakes.broker.timer import (
+    TIMER_TOPIC,
+    build_recall_handle,
+    timer_illegal_remark,
+    transform_timer_message,
+)
 from rmqtwin.fakes.broker.topics import (
     DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
@@ -235,6 +240,7 @@ class SendProcessor:
             store_host=broker.store_host,
             reconsume_times=reconsume_times,
         )
+        recall_handle = None
         if props.get("TRAN_MSG", "false").lower() == "true":
             if broker.config.reject_transaction_message:
                 return self._forbidden("sending transaction message")
@@ -247,11 +253,22 @@ class SendProcessor:
             if parked:
                 msg.topic, msg.queue_id = TIMER_TOPIC, 0
                 msg.properties_string = properties_to_string(props)
+                if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                    # ``attachRecallHandle``: one past TIMER_OUT_MS, which was rounded down.
+                    recall_handle = build_recall_handle(
+                        topic, broker.config.broker_name, int(props["TIMER_OUT_MS"]) + 1, props["UNIQ_KEY"]
+                    )
         if wait is not None and not five:
             props["WAIT"] = wait
         result = broker.store.put_message(msg)
         return self._handle_put_result(
-            result, msg, queue_id, wait_store=wait != "false", five=five, transaction_id=props.get("UNIQ_KEY")
+            result,
+            msg,
+            queue_id,
+            wait_store=wait != "false",
+            five=five,
+            transaction_id=props.get("UNIQ_KEY"),
+            recall_handle=recall_handle,
         )
 
     def send_batch(self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader) -> Any:
@@ -338,6 +355,7 @@ class SendProcessor:
         wait_store: bool,
         five: bool,
         transaction_id: str | None = None,
+        recall_handle: str | None = None,
     ) -> HandlerResult:
         """The answer to a stored send; 5.x answers carry the message's (a batch's own) UNIQ_KEY as
         ``transactionId``, which rocketmq-proxy and Spring's transactional send commit by."""
@@ -357,6 +375,7 @@ class SendProcessor:
         )
         if five:
             ext_fields.transaction_id = transaction_id
+            ext_fields.recall_handle = recall_handle
         replicated = broker.submit_replica_request(result) if wait_store else None
         if (not wait_store or not broker.sync_flush) and replicated is None:
             return response(ext_fields=ext_fields)

@@ -11,11 +11,14 @@ This service re-puts each one to its real topic and queue once its ``TIMER_OUT_M
 State that survives a restart is the timer topic itself plus ``config/timerOffset.json``
 (twin-specific: 5.5.0 keeps a timer wheel, timer log and checkpoint files the twin does not write):
 the queue offset below which every timer message is delivered, and the offsets above it already
-delivered. Not modelled: RECALL_MESSAGE, rolling of messages beyond the wheel's span, flow control.
+delivered. A recall marker (RECALL_MESSAGE, fakes/broker/recall.py) due at the same second drops the
+message it names (``TIMER_DEL_UNIQKEY``); neither is delivered. Not modelled: rolling of messages beyond
+the wheel's span, flow control.
 """
 
 from __future__ import annotations
 
+import base64
 import heapq
 import os
 from collections.abc import Callable
@@ -36,6 +39,7 @@ TIMER_GROUP = "TIMER_CONSUMER"
 TIMER_PRECISION_MS = 1000  # MessageStoreConfig.timerPrecisionMs
 TIMER_MAX_DELAY_SEC = 3600 * 24 * 3  # MessageStoreConfig.timerMaxDelaySec
 TIMER_PROPERTIES = ("TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS")
+RECALL_HANDLE_VERSION = "v1"
 
 
 def timer_illegal_remark() -> str:
@@ -45,6 +49,18 @@ def timer_illegal_remark() -> str:
         f"{TIMER_MAX_DELAY_SEC * 1000}ms; or if set del msg, the delay time should be bigger than the "
         "current time"
     )
+
+
+def build_recall_handle(topic: str, broker_name: str, timestamp_ms: int, message_id: str) -> str:
+    """``RecallMessageHandle.HandleV1.buildHandle`` (``Base64.getUrlEncoder``, padded): what a timer
+    message's send answer carries for RECALL_MESSAGE (fakes/broker/recall.py)."""
+    raw = " ".join((RECALL_HANDLE_VERSION, topic, broker_name, str(timestamp_ms), message_id))
+    return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii")
+
+
+def timer_delete_key(topic: str, unique_key: str) -> str:
+    """``TimerMessageStore.buildDeleteKey``: what a recall marker's ``TIMER_DEL_UNIQKEY`` names."""
+    return f"{topic}+{unique_key}"
 
 
 def transform_timer_message(props: dict[str, str], topic: str, queue_id: int, now_ms: int) -> bool | None:
@@ -95,6 +111,7 @@ class TimerMessageService(ConfigManager):
         self.delivered: set[int] = set()  # offsets at or above the checkpoint already delivered
         self.scanned = 0  # next queue offset to read into the wheel
         self.wheel: list[tuple[int, int]] = []  # (TIMER_OUT_MS, queue offset)
+        self.deleted: set[str] = set()  # the recall markers' TIMER_DEL_UNIQKEY still on the wheel
 
     def encode(self) -> dict[str, Any]:
         return {"checkpoint": self.checkpoint, "delivered": sorted(self.delivered)}
@@ -125,6 +142,10 @@ class TimerMessageService(ConfigManager):
                     due = int(msg.properties.get("TIMER_OUT_MS", "0"))
                 except (CodecError, ValueError):
                     due = 0
+                else:
+                    deleting = msg.properties.get("TIMER_DEL_UNIQKEY")
+                    if deleting is not None:
+                        self.deleted.add(deleting)
                 heapq.heappush(self.wheel, (due, offset))
 
     def deliver_due(self) -> int:
@@ -159,6 +180,15 @@ class TimerMessageService(ConfigManager):
         props = dict(msg.properties)
         real_topic = props.get("REAL_TOPIC")
         if real_topic is None:
+            return
+        marker = props.get("TIMER_DEL_UNIQKEY")
+        if marker is not None:
+            # A recall marker is never delivered (``doPut`` refuses it); it dropped its message.
+            self.deleted.discard(marker)
+            return
+        recalled = timer_delete_key(real_topic, props.get("UNIQ_KEY", ""))
+        if recalled in self.deleted:
+            self.deleted.discard(recalled)
             return
         props["TIMER_ENQUEUE_MS"] = str(msg.store_timestamp)
         props["TIMER_DEQUEUE_MS"] = str(now_ms)

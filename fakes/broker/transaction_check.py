@@ -94,7 +94,7 @@ class TransactionalMessageCheckService:
             return
         loop = LoopingCall(self._run)
         loop.clock = self.broker.clock
-        interval = max(1, int(self.broker.config.transaction_check_interval)) / 1000.0
+        interval = max(1, self.broker.config.check_interval_ms) / 1000.0
         loop.start(interval, now=False).addErrback(lambda f: log.failure("transaction check failed", f))
         self._loop = loop
 

@@ -397,6 +397,7 @@ _OPTIONAL_HERE = {
     ("GetAllSubscriptionGroupRequestHeader", "maxGroupNum"),
     ("GetAllSubscriptionGroupRequestHeader", "dataVersion"),
     ("GetAllSubscriptionGroupResponseHeader", "totalGroupNum"),  # absent from 4.9 brokers' responses
+    ("RecallMessageResponseHeader", "msgId"),  # a refused recall leaves it null (the answer has no msgId)
 }
 
 

@@ -11,105 +11,21 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from rmqtwin.codec import fastjson
-from rmqtwin.codec.codes import CURRENT_VERSION_5, RequestCode, ResponseCode
+from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand
 from rmqtwin.codec.message import Message, MessageExt, decode_message_records, encode_batch
 from rmqtwin.conformance.runner import TWIN_BROKER_CONF
-from tests.fakes.helpers import call
-
-TARGETS = ["rmqtwin", pytest.param("real-5", marks=pytest.mark.real)]
-
-
-@dataclass
-class Broker:
-    name: str
-    namesrv_addr: str
-    broker_addr: str
-
-    def call(
-        self, code: int, ext: dict[str, str] | None = None, body: bytes | None = None
-    ) -> RemotingCommand:
-        return call(self.broker_addr, code, ext, body, version=CURRENT_VERSION_5)
-
-    def create_topic(self, topic: str, attributes: str | None = None, queues: int = 4) -> RemotingCommand:
-        ext = {
-            "topic": topic,
-            "defaultTopic": "TBW102",
-            "readQueueNums": str(queues),
-            "writeQueueNums": str(queues),
-            "perm": "6",
-            "topicFilterType": "SINGLE_TAG",
-            "topicSysFlag": "0",
-            "order": "false",
-        }
-        if attributes is not None:
-            ext["attributes"] = attributes
-        return self.call(RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
-
-    def topic_config(self, topic: str) -> Any:
-        answer = self.call(RequestCode.GET_TOPIC_CONFIG, {"topic": topic})
-        assert answer.code == ResponseCode.SUCCESS, (answer.code, answer.remark)
-        return fastjson.loads(answer.body or b"")
-
-    def send(self, topic: str, properties: str, code: int = RequestCode.SEND_MESSAGE_V2) -> RemotingCommand:
-        if code == RequestCode.SEND_MESSAGE:
-            return self.call(
-                code,
-                {
-                    "producerGroup": "PG_5x",
-                    "topic": topic,
-                    "defaultTopic": "TBW102",
-                    "defaultTopicQueueNums": "4",
-                    "queueId": "0",
-                    "sysFlag": "0",
-                    "bornTimestamp": "0",
-                    "flag": "0",
-                    "properties": properties,
-                    "reconsumeTimes": "0",
-                    "unitMode": "false",
-                    "batch": "false",
-                },
-                b"body",
-            )
-        ext = {
-            "a": "PG_5x",
-            "b": topic,
-            "c": "TBW102",
-            "d": "4",
-            "e": "0",
-            "f": "0",
-            "g": "0",
-            "h": "0",
-            "i": properties,
-            "j": "0",
-            "k": "false",
-            "m": "false",
-        }
-        return self.call(code, ext, b"body")
+from tests.fakes.broker_5x import TARGETS, Broker, broker_target, msg_props, pop_request
 
 
 @pytest.fixture(scope="session", params=TARGETS)
 def broker(request: pytest.FixtureRequest, rocketmq_factory: Any) -> Broker:
-    name = str(request.param)
-    if name == "rmqtwin":
-        # The same twin the Java conformance targets share (one per broker.conf).
-        twins = request.session.__dict__.setdefault("_rmqtwin_target_twins", {})
-        if () not in twins:
-            twins[()] = rocketmq_factory(broker_conf=TWIN_BROKER_CONF, broker_name="broker-a")
-        twin = twins[()]
-        return Broker(name, twin.namesrv_addr, twin.broker_addr)
-    real = request.getfixturevalue("real_rocketmq_factory")("5")
-    return Broker(name, real.namesrv_addr, real.broker_addr)
-
-
-def _props(**pairs: str) -> str:
-    return "".join(f"{k}\x01{v}\x02" for k, v in pairs.items())
+    return broker_target(request, rocketmq_factory)
 
 
 def test_topic_attributes_are_kept_and_answered_by_get_topic_config(
@@ -257,14 +173,14 @@ def test_send_answers_carry_the_transaction_id(broker: Broker, unique_name: Call
     topic = unique_name("Tid")
     assert broker.create_topic(topic).code == ResponseCode.SUCCESS
     uniq = "7F0000010001000000000000000A0001"
-    sent = broker.send(topic, _props(UNIQ_KEY=uniq, WAIT="true"))
+    sent = broker.send(topic, msg_props(UNIQ_KEY=uniq, WAIT="true"))
     assert sent.code == ResponseCode.SUCCESS, sent.remark
     fields = sent.ext_fields or {}
     assert fields["transactionId"] == uniq
     assert {"msgId", "queueId", "queueOffset", "MSG_REGION", "TRACE_ON"} <= fields.keys()
     assert "recallHandle" not in fields
     # A message without a unique id gets one from the broker: the id answered and stored.
-    sent = broker.send(topic, _props(WAIT="true"), RequestCode.SEND_MESSAGE)
+    sent = broker.send(topic, msg_props(WAIT="true"), RequestCode.SEND_MESSAGE)
     assert sent.code == ResponseCode.SUCCESS, sent.remark
     assert re.fullmatch(r"[0-9A-F]{32}", (sent.ext_fields or {})["transactionId"])
     # A batch answers its own (batch-level) unique id.
@@ -280,7 +196,7 @@ def test_send_answers_carry_the_transaction_id(broker: Broker, unique_name: Call
             "f": "0",
             "g": "0",
             "h": "0",
-            "i": _props(UNIQ_KEY=uniq[:-1] + "3", WAIT="true"),
+            "i": msg_props(UNIQ_KEY=uniq[:-1] + "3", WAIT="true"),
             "j": "0",
             "k": "false",
             "m": "true",
@@ -296,30 +212,13 @@ def test_compacted_topics_refuse_messages_without_keys(
 ) -> None:
     topic = unique_name("Compact")
     assert broker.create_topic(topic, "+cleanup.policy=COMPACTION").code == ResponseCode.SUCCESS
-    refused = broker.send(topic, _props(WAIT="true"))
+    refused = broker.send(topic, msg_props(WAIT="true"))
     assert (refused.code, refused.remark) == (ResponseCode.MESSAGE_ILLEGAL, "Required message key is missing")
-    kept = broker.send(topic, _props(KEYS="k1", WAIT="true"))
+    kept = broker.send(topic, msg_props(KEYS="k1", WAIT="true"))
     assert kept.code == ResponseCode.SUCCESS, kept.remark
 
 
 # -- POP ----------------------------------------------------------------------------------------------
-
-
-def _pop(broker: Broker, topic: str, group: str, **extra: str) -> RemotingCommand:
-    ext = {
-        "consumerGroup": group,
-        "topic": topic,
-        "queueId": "-1",
-        "maxMsgNums": "32",
-        "invisibleTime": "5000",
-        "pollTime": "1000",
-        "bornTime": str(int(time.time() * 1000)),
-        "initMode": "0",
-        "expType": "TAG",
-        "exp": "*",
-        "order": "false",
-    }
-    return broker.call(RequestCode.POP_MESSAGE, {**ext, **extra})
 
 
 def _extra_info(answer: RemotingCommand, msg: MessageExt, broker_name: str) -> str:
@@ -352,9 +251,9 @@ def test_pop_ack_change_invisible_time_and_revive(broker: Broker, unique_name: C
     topic, group = unique_name("Pop")[-40:], unique_name("PopG")[-40:]
     assert broker.create_topic(topic).code == ResponseCode.SUCCESS
     for i in range(5):
-        assert broker.send(topic, _props(TAGS="T", KEYS=f"k{i}", WAIT="true")).code == ResponseCode.SUCCESS
+        assert broker.send(topic, msg_props(TAGS="T", KEYS=f"k{i}", WAIT="true")).code == ResponseCode.SUCCESS
 
-    popped = _pop(broker, topic, group)
+    popped = pop_request(broker, topic, group)
     assert (popped.code, popped.remark) == (ResponseCode.SUCCESS, "FOUND")
     fields = popped.ext_fields or {}
     assert fields["invisibleTime"] == "5000"
@@ -373,7 +272,7 @@ def test_pop_ack_change_invisible_time_and_revive(broker: Broker, unique_name: C
     )
 
     # Inside the invisible time nothing is left: the pop waits its pollTime, then 210.
-    again = _pop(broker, topic, group)
+    again = pop_request(broker, topic, group)
     assert (again.code, again.remark) == (ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE")
 
     by_key = {m.keys: m for m in messages}
@@ -411,7 +310,7 @@ def test_pop_ack_change_invisible_time_and_revive(broker: Broker, unique_name: C
     revived: list[MessageExt] = []
     deadline = time.monotonic() + 30
     while len(revived) < 2 and time.monotonic() < deadline:
-        answer = _pop(broker, topic, group)
+        answer = pop_request(broker, topic, group)
         if answer.code == ResponseCode.SUCCESS:
             revived += decode_message_records(answer.body or b"")
     assert sorted(m.keys for m in revived) == ["k3", "k4"]
@@ -426,20 +325,20 @@ def test_pop_bad_input_is_refused_as_5_5_0_refuses_it(
 ) -> None:
     topic, group = unique_name("PopBad"), unique_name("PopBadG")
     assert broker.create_topic(topic).code == ResponseCode.SUCCESS
-    too_many = _pop(broker, topic, group, maxMsgNums="33")
+    too_many = pop_request(broker, topic, group, maxMsgNums="33")
     assert too_many.code == ResponseCode.INVALID_PARAMETER
     assert re.fullmatch(r"the broker\[.*\] pop message's num is greater than 32", too_many.remark or "")
-    missing = _pop(broker, unique_name("NoTopic"), group)
+    missing = pop_request(broker, unique_name("NoTopic"), group)
     assert missing.code == ResponseCode.TOPIC_NOT_EXIST
     assert (missing.remark or "").startswith("topic[") and "not exist, apply first please!" in (
         missing.remark or ""
     )
-    bad_queue = _pop(broker, topic, group, queueId="9")
+    bad_queue = pop_request(broker, topic, group, queueId="9")
     assert bad_queue.code == ResponseCode.INVALID_PARAMETER
     assert (bad_queue.remark or "").startswith(
         f"queueId[9] is illegal, topic:[{topic}] topicConfig.readQueueNums:[4]"
     )
-    no_poll = _pop(broker, topic, group, pollTime="0")
+    no_poll = pop_request(broker, topic, group, pollTime="0")
     assert (no_poll.code, no_poll.remark) == (ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE")
     ack = broker.call(
         RequestCode.ACK_MESSAGE,
@@ -483,12 +382,14 @@ def test_orderly_pop_blocks_the_queue_until_acked_or_visible_again(
     topic, group = unique_name("PopOrd")[-40:], unique_name("PopOrdG")[-40:]
     assert broker.create_topic(topic, queues=1).code == ResponseCode.SUCCESS
     for i in range(3):
-        assert broker.send(topic, _props(TAGS="T", KEYS=f"k{i}", WAIT="true")).code == ResponseCode.SUCCESS
+        assert broker.send(topic, msg_props(TAGS="T", KEYS=f"k{i}", WAIT="true")).code == ResponseCode.SUCCESS
 
-    def pop(attempt: str, **extra: str) -> RemotingCommand:
-        return _pop(broker, topic, group, order="true", attemptId=attempt, invisibleTime="3000", **extra)
+    def pop_attempt(attempt: str, **extra: str) -> RemotingCommand:
+        return pop_request(
+            broker, topic, group, order="true", attemptId=attempt, invisibleTime="3000", **extra
+        )
 
-    first = pop("a1")
+    first = pop_attempt("a1")
     assert (first.code, first.remark) == (ResponseCode.SUCCESS, "FOUND")
     fields = first.ext_fields or {}
     assert (fields["reviveQid"], fields["orderCountInfo"]) == ("999", "0 0 0")
@@ -496,11 +397,11 @@ def test_orderly_pop_blocks_the_queue_until_acked_or_visible_again(
     messages = decode_message_records(first.body or b"")
     assert [m.keys for m in messages] == ["k0", "k1", "k2"]
     # The same attempt again (a client retrying its request) gets the same messages; another is blocked.
-    same = pop("a1")
+    same = pop_attempt("a1")
     assert [m.keys for m in decode_message_records(same.body or b"")] == ["k0", "k1", "k2"]
     assert (same.ext_fields or {})["orderCountInfo"] == "0 0 0"
     first = same
-    blocked = pop("a2")
+    blocked = pop_attempt("a2")
     assert (blocked.code, blocked.remark) == (ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE")
     assert (blocked.ext_fields or {}).get("orderCountInfo") == ""
 
@@ -528,10 +429,10 @@ def test_orderly_pop_blocks_the_queue_until_acked_or_visible_again(
     assert int(answered["invisibleTime"]) >= 1000  # the next visible time minus the original pop time
 
     # k1 and k2 come back, from the first offset not acked, each counted as consumed once more.
-    again = pop("a3", pollTime="500")
+    again = pop_attempt("a3", pollTime="500")
     deadline = time.monotonic() + 20
     while again.code != ResponseCode.SUCCESS and time.monotonic() < deadline:
-        again = pop("a3", pollTime="500")
+        again = pop_attempt("a3", pollTime="500")
     assert (again.code, again.remark) == (ResponseCode.SUCCESS, "FOUND")
     redelivered = decode_message_records(again.body or b"")
     assert [m.keys for m in redelivered] == ["k1", "k2"]
@@ -543,7 +444,7 @@ def test_orderly_pop_blocks_the_queue_until_acked_or_visible_again(
             {**ext, "extraInfo": _order_extra_info(again, msg, name), "offset": str(msg.queue_offset)},
         )
         assert (done.code, done.remark) == (ResponseCode.SUCCESS, None)
-    empty = pop("a4")
+    empty = pop_attempt("a4")
     assert (empty.code, empty.remark) == (ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE")
 
 
@@ -556,14 +457,14 @@ def test_timer_messages_are_delivered_at_their_time(
     topic, group = unique_name("Timer")[-40:], unique_name("TimerG")[-40:]
     assert broker.create_topic(topic, queues=1).code == ResponseCode.SUCCESS
     sent_at = time.monotonic()
-    sent = broker.send(topic, _props(KEYS="t3", TIMER_DELAY_SEC="3", WAIT="true"))
+    sent = broker.send(topic, msg_props(KEYS="t3", TIMER_DELAY_SEC="3", WAIT="true"))
     assert sent.code == ResponseCode.SUCCESS, sent.remark
     got: list[MessageExt] = []
-    early = _pop(broker, topic, group, pollTime="500")
+    early = pop_request(broker, topic, group, pollTime="500")
     assert early.code == ResponseCode.POLLING_TIMEOUT
     deadline = time.monotonic() + 20
     while not got and time.monotonic() < deadline:
-        answer = _pop(broker, topic, group, pollTime="500")
+        answer = pop_request(broker, topic, group, pollTime="500")
         if answer.code == ResponseCode.SUCCESS:
             got = decode_message_records(answer.body or b"")
     waited = time.monotonic() - sent_at
@@ -590,11 +491,11 @@ def test_bad_timer_messages_are_refused_as_5_5_0_refuses_them(
         "timer message illegal, the delay time should not be bigger than the max delay 259200000ms; "
         "or if set del msg, the delay time should be bigger than the current time"
     )
-    for props in (_props(TIMER_DELAY_SEC=str(3 * 24 * 3600 + 60)), _props(TIMER_DELIVER_MS="soon")):
+    for props in (msg_props(TIMER_DELAY_SEC=str(3 * 24 * 3600 + 60)), msg_props(TIMER_DELIVER_MS="soon")):
         refused = broker.send(topic, props)
         assert (refused.code, refused.remark) == (ResponseCode.MESSAGE_ILLEGAL, remark)
     # A delivery time already passed is an ordinary message.
-    past = broker.send(topic, _props(TIMER_DELIVER_MS="1000"))
+    past = broker.send(topic, msg_props(TIMER_DELIVER_MS="1000"))
     assert past.code == ResponseCode.SUCCESS, past.remark
 
 
@@ -604,9 +505,9 @@ def test_pending_timer_messages_survive_a_restart(rocketmq_factory: Any, tmp_pat
     twin = rocketmq_factory(broker_conf=TWIN_BROKER_CONF, store_dir=store)
     broker = Broker("rmqtwin", twin.namesrv_addr, twin.broker_addr)
     assert broker.create_topic("TimerRestart", queues=1).code == ResponseCode.SUCCESS
-    sent = broker.send("TimerRestart", _props(KEYS="later", TIMER_DELAY_SEC="4", WAIT="true"))
+    sent = broker.send("TimerRestart", msg_props(KEYS="later", TIMER_DELAY_SEC="4", WAIT="true"))
     assert sent.code == ResponseCode.SUCCESS, sent.remark
-    sent = broker.send("TimerRestart", _props(KEYS="now", WAIT="true"))
+    sent = broker.send("TimerRestart", msg_props(KEYS="now", WAIT="true"))
     assert sent.code == ResponseCode.SUCCESS, sent.remark
     twin.stop()
 
@@ -615,7 +516,7 @@ def test_pending_timer_messages_survive_a_restart(rocketmq_factory: Any, tmp_pat
     got: list[str] = []
     deadline = time.monotonic() + 20
     while "later" not in got and time.monotonic() < deadline:
-        answer = _pop(broker, "TimerRestart", "TimerRestartG", pollTime="500")
+        answer = pop_request(broker, "TimerRestart", "TimerRestartG", pollTime="500")
         if answer.code == ResponseCode.SUCCESS:
             got += [m.keys for m in decode_message_records(answer.body or b"")]
     assert got == ["now", "later"]

@@ -341,3 +341,20 @@ def test_checks_go_round_robin_over_the_producer_groups_channels(env: Any) -> No
     clock.advance(7)
     assert len(service.check(6000, 15).checked) == 4
     assert len(checks(first)) == 4, "a closed channel leaves the group"
+
+
+@pytest.mark.parametrize(("version", "first_run"), [("5.5", 30.0), ("4.9", 60.0)])
+def test_default_check_interval_is_the_lines(tmp_path: Any, version: str, first_run: float) -> None:
+    """``transactionCheckInterval`` unset: 30 s on the 5.x line (5.5.0's BrokerConfig), 60 s on 4.9."""
+    clock = Clock()
+    broker = make_broker(tmp_path, clock, rocketmq_version=version)
+    service = TransactionalMessageCheckService(broker)
+    service.start()
+    try:
+        clock.advance(first_run - 0.1)
+        assert service.runs == 0
+        clock.advance(0.1)
+        assert service.runs == 1
+    finally:
+        service.stop()
+        broker.shutdown()

@@ -28,6 +28,7 @@ PYTHON_ONLY = {
 # Ext fields the Java code adds beside the header (``addExtField``), which the Python class types too.
 EXT_EXTRAS = {
     "QueryMessageRequestHeader": {"_UNIQUE_KEY_QUERY"},  # MQClientAPIImpl.queryMessage
+    "RecallMessageResponseHeader": {"MSG_REGION"},  # RecallMessageProcessor adds it to every answer
     "RegisterBrokerRequestHeader": {"__ZONE_NAME"},  # 5.x BrokerOuterAPI.registerBrokerAll
     "SendMessageResponseHeader": {"MSG_REGION", "TRACE_ON"},  # SendMessageProcessor / client reads them
 }
@@ -38,6 +39,7 @@ NOT_NULL_BUT_OPTIONAL = {
     ("GetAllTopicConfigRequestHeader", "topicSeq"),
     ("GetAllSubscriptionGroupRequestHeader", "groupSeq"),
     ("GetAllSubscriptionGroupResponseHeader", "totalGroupNum"),
+    ("RecallMessageResponseHeader", "msgId"),  # a refused recall's answer has none
 }
 
 _BOXED = {"String", "BoundaryType", "Integer", "Long", "Boolean", "Double"}
