@@ -47,7 +47,15 @@ from rmqtwin.conformance.launcher import (
     resolve_version,
 )
 
-__all__ = ["DriverProcess", "DriverResult", "GrpcClient", "JavaClient", "MQAdminResult", "build_drivers"]
+__all__ = [
+    "DriverProcess",
+    "DriverResult",
+    "GrpcClient",
+    "JavaClient",
+    "MQAdminResult",
+    "SpringApp",
+    "build_drivers",
+]
 
 Event = dict[str, Any]
 
@@ -59,6 +67,7 @@ DRIVER_CLASSES = {
     "benchmark_producer": "rmqtwin.conformance.BenchmarkProducer",
     "acl_probe": "rmqtwin.conformance.AclProbe",
     "grpc_scenario": "rmqtwin.conformance.grpc.GrpcScenario",
+    "spring_example": "rmqtwin.example.spring.SpringExample",
 }
 MQADMIN_CLASS = "org.apache.rocketmq.tools.command.MQAdminStartup"
 TRANSPORT_FAILURES = ("RemotingTimeoutException", "RemotingSendRequestException", "RemotingConnectException")
@@ -71,11 +80,13 @@ def target_dir(version: str | RocketMQVersion) -> Path:
 
 GRPC_TARGET = JAVA_PROJECT_DIR / "target" / "grpc-5"
 GRPC_JAR = GRPC_TARGET / "drivers-grpc-5-1.0.0.jar"
+SPRING_TARGET = JAVA_PROJECT_DIR / "target" / "spring-5"
+SPRING_JAR = SPRING_TARGET / "drivers-spring-5-1.0.0.jar"
 
 
 def build_drivers(force: bool = False) -> None:
     """Run the one Maven build of conformance/java (both client lines) if its jars are missing."""
-    jars = [target_dir(v) / f"drivers-client-{v}-1.0.0.jar" for v in ("4.9", "5")] + [GRPC_JAR]
+    jars = [target_dir(v) / f"drivers-client-{v}-1.0.0.jar" for v in ("4.9", "5")] + [GRPC_JAR, SPRING_JAR]
     if not force and all(jar.exists() for jar in jars):
         return
     mvn = maven_executable()
@@ -475,25 +486,51 @@ class JavaClient:
         return MQAdminResult(args=list(argv), returncode=process.returncode, stdout=stdout, stderr=stderr)
 
 
-class GrpcClient(JavaClient):
+class _ModuleClient(JavaClient):
+    """A program with its own module of the driver build (its jar and lib/ under ``target``)."""
+
+    target: Path
+    jar: Path
+
+    @property
+    def classpath(self) -> str:
+        build_drivers()
+        return os.pathsep.join([str(self.jar), f"{self.target}/lib/*"])
+
+    def archive(self, main_class: str) -> ClassDataArchive:
+        build_drivers()
+        return ClassDataArchive(self.target, self.jar, main_class)
+
+
+class GrpcClient(_ModuleClient):
     """The gRPC client, ``rocketmq-client-java`` 5.0.8, which talks to a rocketmq-proxy only.
 
     Its one driver, ``GrpcScenario`` (conformance/java/grpc-5), runs the steps its Javadoc lists
     (normal, fifo, delay, transaction) against the proxy's gRPC endpoint and prints their events.
     """
 
+    target = GRPC_TARGET
+    jar = GRPC_JAR
+
     def __init__(self, *, heap_mb: int = 256, keep_homes: bool = False) -> None:
         super().__init__("5", heap_mb=heap_mb, keep_homes=keep_homes)
-
-    @property
-    def classpath(self) -> str:
-        build_drivers()
-        return os.pathsep.join([str(GRPC_JAR), f"{GRPC_TARGET}/lib/*"])
-
-    def archive(self, main_class: str) -> ClassDataArchive:
-        build_drivers()
-        return ClassDataArchive(GRPC_TARGET, GRPC_JAR, main_class)
 
     def scenario(self, endpoint: str, timeout: float = 400.0, **spec: Any) -> DriverResult:
         """Run GrpcScenario against ``endpoint`` (host:port of the proxy's gRPC server)."""
         return self.run("grpc_scenario", {"endpoint": endpoint, **spec}, timeout=timeout)
+
+
+class SpringApp(_ModuleClient):
+    """The example Spring Boot application (conformance/java/spring-5, rocketmq-spring-boot-starter
+    2.3.5 on rocketmq-client 5.3.2): ``SpringExample`` sends with each RocketMQTemplate send, consumes
+    with @RocketMQMessageListener and decides transactions in a @RocketMQTransactionListener."""
+
+    target = SPRING_TARGET
+    jar = SPRING_JAR
+
+    def __init__(self, *, heap_mb: int = 320, keep_homes: bool = False) -> None:
+        super().__init__("5", heap_mb=heap_mb, keep_homes=keep_homes)
+
+    def example(self, namesrv: str, timeout: float = 300.0, **spec: Any) -> DriverResult:
+        """Run SpringExample with ``rocketmq.name-server`` = ``namesrv`` (spec keys in its Javadoc)."""
+        return self.run("spring_example", {"namesrv": namesrv, **spec}, timeout=timeout)
