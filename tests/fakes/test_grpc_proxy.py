@@ -134,7 +134,7 @@ def test_grpc_client_through_rocketmq_proxy(proxied: Proxied, unique_name: Calla
     }
     assert len(_by_step(events, "changed", "normal")) == 1
     assert sorted(e["body"] for e in _by_step(events, "acked", "normal")) == [f"normal-{i}" for i in range(4)]
-    assert [e["left"] for e in _by_step(events, "drained", "normal")] == [0]
+    assert [e["bodies"] for e in _by_step(events, "drained", "normal")] == [[]]
 
     # FIFO through a PushConsumer: each message group in send order, each message once.
     fifo = _by_step(events, "received", "fifo")
@@ -155,4 +155,8 @@ def test_grpc_client_through_rocketmq_proxy(proxied: Proxied, unique_name: Calla
         "tx-unknown",
     ]
     assert "tx-unknown" in {e["body"] for e in _by_step(events, "checked", "transaction")}
-    assert [e["left"] for e in _by_step(events, "drained", "transaction")] == [0]
+    # Real 5.5.0 writes the op messages that end half messages every 3 s (transactionOpBatchInterval):
+    # a check-back racing that batch asks about tx-unknown again, the checker commits it again and it
+    # is delivered a second time (seen on real 5.5.0). Never the rolled-back one, never tx-commit twice.
+    [drained] = _by_step(events, "drained", "transaction")
+    assert set(drained["bodies"]) <= {"tx-unknown"}, drained
