@@ -25,18 +25,28 @@ once per read by the proxy session, and nothing is decoded.
 from __future__ import annotations
 
 import random
+import re
 import struct
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+import orjson
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.errors import MessageDecodeError
-from rmqtwin.codec.frame import RESPONSE_FLAG, frame_prefix, split_whole_frame
+from rmqtwin.codec.frame import (
+    ONEWAY_FLAG,
+    PREFIX_SIZE,
+    RESPONSE_FLAG,
+    frame_prefix,
+    split_whole_frame,
+    whole_frame_prefix,
+)
 from rmqtwin.codec.message import store_host_spans
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER
 from rmqtwin.proxy.session import Close, Command, Delay, Hook, Send
-from rmqtwin.proxy.wire import HeaderPeek, peek_header
+from rmqtwin.proxy.wire import HeaderPeek, peek_header, peek_summary
 
 __all__ = [
     "BODY_EFFECTS",
@@ -228,7 +238,41 @@ class FrameFacts:
         short = code in _SHORT_NAMED
         topic = next((ext[f] for f in TOPIC_FIELDS if f in ext and (short or f != "b")), None)
         group = next((ext[f] for f in GROUP_FIELDS if f in ext and (short or f != "a")), None)
-        return cls(code, topic, group)
+        # a JSON header decoded as it is may hold a number where Java writes a string
+        return cls(
+            code,
+            topic if topic is None or type(topic) is str else str(topic),
+            group if group is None or type(group) is str else str(group),
+        )
+
+    @classmethod
+    def of_request(cls, frame: bytes) -> tuple[FrameFacts, int, int, int] | None:
+        """(facts, opaque, flag, serialize type) of a request frame (length word included); None for a
+        response or what is not a frame. One ``orjson.loads`` of a JSON header and nothing copied: this
+        runs for every request while a rule is enabled."""
+        prefix = whole_frame_prefix(frame)
+        if prefix is None:
+            return None
+        serialize_type, header_length = prefix
+        ext: object
+        if serialize_type == 0:
+            try:
+                obj = orjson.loads(frame[PREFIX_SIZE : PREFIX_SIZE + header_length])
+                code, opaque = int(obj.get("code", 0)), int(obj.get("opaque", 0))
+                flag = int(obj.get("flag", 0))
+            except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
+                return None
+            ext = obj.get("extFields")
+            if ext is not None and not isinstance(ext, dict):
+                return None
+        else:
+            peek = peek_header(frame)
+            if peek is None:
+                return None
+            code, opaque, flag, ext = peek.code, peek.opaque, peek.flag, peek.ext_fields
+        if flag & RESPONSE_FLAG:
+            return None
+        return cls.of(code, ext), opaque, flag, serialize_type
 
 
 class FaultEngine:
@@ -240,6 +284,9 @@ class FaultEngine:
         self.holding: dict[str, bool] = {"request": False, "response": False}
         """Whether any enabled rule looks at requests / responses: the only check made per read."""
         self.on_hit: list[Callable[[FaultRule], None]] = []
+        self._active: dict[str, tuple[FaultRule, ...]] = {"request": (), "response": ()}
+        """The enabled rules of each direction, in order: what match() walks."""
+        self.prefilters: dict[str, Prefilter] = {"request": Prefilter(()), "response": Prefilter(())}
 
     def add(self, spec: Mapping[str, object] | FaultRule) -> FaultRule:
         rule = spec if isinstance(spec, FaultRule) else FaultRule.parse(spec, default_name=self._name())
@@ -273,7 +320,10 @@ class FaultEngine:
 
     def _changed(self) -> None:
         for direction in ("request", "response"):
-            self.holding[direction] = any(r.enabled and r.direction == direction for r in self.rules.values())
+            active = tuple(r for r in self.rules.values() if r.enabled and r.direction == direction)
+            self._active[direction] = active
+            self.prefilters[direction] = Prefilter(active)
+            self.holding[direction] = bool(active)
 
     def match(
         self, direction: str, facts: FrameFacts, client: str, broker: str, *, answer_code: int | None = None
@@ -284,9 +334,7 @@ class FaultEngine:
         answers (a pull answered PULL_NOT_FOUND has no message to change, so it is not counted).
         """
         now = self.clock()
-        for rule in list(self.rules.values()):
-            if not rule.enabled or rule.direction != direction:
-                continue
+        for rule in self._active[direction]:
             if rule.duration is not None and now - rule.added_at >= rule.duration:
                 continue
             if rule.count is not None and rule.hits >= rule.count:
@@ -320,6 +368,79 @@ class FaultEngine:
 def _address_matches(pattern: str, address: str) -> bool:
     """``host`` matches any port of that host; ``host:port`` only that one."""
     return address == pattern or address.rpartition(":")[0].strip("[]") == pattern
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_%|.\-]+")
+_JSON_CODE = b'{"code":'
+_I16 = struct.Struct(">h")
+
+
+class _Gate:
+    """The rules that may match frames of one code: ``open`` ones (no plain name to search for) are
+    admitted on their addresses; the others only when one of their names occurs in the header."""
+
+    __slots__ = ("names", "open")
+
+    def __init__(self, rules: Sequence[FaultRule]) -> None:
+        self.open: tuple[FaultRule, ...] = ()
+        needles: list[bytes] = []
+        for rule in rules:
+            plain = [
+                n.encode() for n in (rule.topic, rule.group) if n is not None and _PLAIN_NAME.fullmatch(n)
+            ]
+            if plain:
+                needles.append(plain[0])  # a frame that lacks any one of them cannot match
+            else:
+                self.open += (rule,)
+        self.names = tuple(dict.fromkeys(needles))
+        """One name of each rule (bytes.find is several times quicker than a regular expression)."""
+
+    def admits(self, frame: bytes, end: int, client: str, broker: str) -> bool:
+        for rule in self.open:
+            if (rule.client is None or _address_matches(rule.client, client)) and (
+                rule.broker is None or _address_matches(rule.broker, broker)
+            ):
+                return True
+        for name in self.names:  # noqa: SIM110 - a loop: any() over a generator costs more, per frame
+            if frame.find(name, PREFIX_SIZE, end) >= 0:
+                return True
+        return False
+
+
+class Prefilter:
+    """Whether any rule of one direction may match a frame, without decoding it: the request code read
+    where Java writes it, then the rules' topic and group names searched for as bytes in the header
+    (a few ``bytes.find``). Admitted frames are decoded and matched exactly; the others,
+    nearly all frames while rules target other topics, pass at the cost of this check."""
+
+    __slots__ = ("by_code", "other", "unknown")
+
+    def __init__(self, rules: Sequence[FaultRule]) -> None:
+        any_code = [r for r in rules if r.codes is None]
+        codes = {c for r in rules if r.codes is not None for c in r.codes}
+        self.by_code = {c: _Gate([r for r in rules if r.codes is None or c in r.codes]) for c in codes}
+        self.other = _Gate(any_code)
+        """Frames of a code no rule names."""
+        self.unknown = _Gate(rules)
+        """Frames whose code was not where expected."""
+
+    def admits(self, frame: bytes, code: int | None, end: int, client: str, broker: str) -> bool:
+        gate = self.unknown if code is None else self.by_code.get(code, self.other)
+        return gate.admits(frame, end, client, broker)
+
+
+def quick_code(frame: bytes, serialize_type: int, header_length: int) -> int | None:
+    """The code of a frame without decoding its header: at a fixed place in a binary header, first in a
+    JSON header as Java's fastjson writes it (keys sorted); None when it is not where expected."""
+    if serialize_type == 1:
+        return int(_I16.unpack_from(frame, PREFIX_SIZE)[0]) if header_length >= 2 else None
+    if frame.startswith(_JSON_CODE, PREFIX_SIZE):
+        start = PREFIX_SIZE + len(_JSON_CODE)
+        comma = frame.find(b",", start, start + 8)
+        digits = frame[start:comma]
+        if comma > 0 and digits.isdigit():
+            return int(digits)
+    return None
 
 
 _U32 = struct.Struct(">I")
@@ -403,37 +524,57 @@ class FaultHook(Hook):
         return self.engine.holding["request" if direction == DIR_TO_SERVER else "response"]
 
     def observe(self, direction: int, frames: list[bytes], flags: int, out: list[Command]) -> None:
-        if direction == DIR_TO_SERVER and self.engine.holding["response"] and not flags:
+        # requests that were not held (no request rule) are remembered here, held ones in frame()
+        holding = self.engine.holding
+        if direction == DIR_TO_SERVER and holding["response"] and not holding["request"] and not flags:
             for frame in frames:
-                self._remember(frame)
+                if self._admitted(frame, "response"):
+                    self._remember(frame)
+
+    def _admitted(self, frame: bytes, *directions: str) -> bool:
+        """Whether any rule of ``directions`` may match this request (see :class:`Prefilter`)."""
+        prefix = whole_frame_prefix(frame)
+        if prefix is None:
+            return False
+        code = quick_code(frame, *prefix)
+        end = PREFIX_SIZE + prefix[1]
+        prefilters = self.engine.prefilters
+        for direction in directions:
+            if prefilters[direction].admits(frame, code, end, self.client, self.broker):
+                return True
+        return False
 
     def _remember(self, frame: bytes) -> tuple[HeaderPeek, FrameFacts] | None:
-        peek = peek_header(frame)
-        if peek is None or peek.is_response:
+        seen = FrameFacts.of_request(frame)
+        if seen is None:
             return None
-        facts = FrameFacts.of(peek.code, peek.ext_fields)
-        if not peek.is_oneway and self.engine.holding["response"]:
-            self.requests[peek.opaque] = facts
+        facts, opaque, flag, serialize_type = seen
+        if not flag & ONEWAY_FLAG and self.engine.holding["response"]:
+            self.requests[opaque] = facts
             if len(self.requests) > 65536:  # answers that never came: forget the oldest
                 del self.requests[next(iter(self.requests))]
-        return peek, facts
+        return HeaderPeek(serialize_type, facts.code, opaque, flag), facts
 
     def frame(self, direction: int, frame: bytes, out: list[Command]) -> bytes | None:
         if direction == DIR_TO_SERVER:
+            if not self._admitted(frame, "request", "response"):
+                return frame
             seen = self._remember(frame)
             if seen is None:
                 return frame
             peek, facts = seen
             rule = self.engine.match("request", facts, self.client, self.broker)
         else:
-            answer = peek_header(frame)
-            if answer is None or not answer.is_response:
+            if not self.requests:  # no request a response rule may match is waiting for its answer
                 return frame
-            request = self.requests.pop(answer.opaque, None)
+            summary = peek_summary(frame)  # (serialize type, code, opaque, flag): no ext fields copied
+            if summary is None or not summary[3] & RESPONSE_FLAG:
+                return frame
+            request = self.requests.pop(summary[2], None)
             if request is None:
                 return frame
-            peek, facts = answer, request
-            rule = self.engine.match("response", facts, self.client, self.broker, answer_code=answer.code)
+            peek, facts = HeaderPeek(*summary), request
+            rule = self.engine.match("response", facts, self.client, self.broker, answer_code=peek.code)
         if rule is None:
             return frame
         return self._apply(rule, direction, frame, peek, facts, out)

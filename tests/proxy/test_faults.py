@@ -19,7 +19,7 @@ from rmqtwin.codec.message import (
 )
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER
 from rmqtwin.proxy.fault_api import FaultApi
-from rmqtwin.proxy.faults import FaultEngine, FaultHook, FaultRule, RuleError
+from rmqtwin.proxy.faults import FaultEngine, FaultHook, FaultRule, RuleError, quick_code
 from rmqtwin.proxy.session import Close, Command, Delay, ProxySession, Record, RecordHook, Send
 from tests.proxy.frames import binary_frame, json_frame
 
@@ -75,6 +75,33 @@ def test_answer_in_the_brokers_place_with_code_and_remark_for_one_topic_only() -
     other = json_frame(310, 9, ext={"a": "PG", "b": "U"})
     assert play(session, (C2S, other)) == [Send(C2S, other), Record(C2S, [other])]
     assert engine.rules["busy"].hits == 1
+
+
+def test_frames_no_rule_may_match_are_passed_undecoded_and_odd_names_still_match() -> None:
+    """The prefilter reads the code where Java writes it and searches plain names as bytes; a name a
+    JSON header would escape is not searched for, so such a rule still sees every frame of its codes."""
+    assert quick_code(SEND, 0, struct.unpack_from(">I", SEND, 4)[0]) == 310
+    assert quick_code(binary_frame(11, 1), 1, 30) == 11
+    reordered = b'{"opaque":1,"code":310}'
+    assert (
+        quick_code(struct.pack(">II", 4 + len(reordered), len(reordered)) + reordered, 0, len(reordered))
+        is None
+    )
+    engine, session, _ = setup(
+        {"effect": "drop", "codes": ["SEND_MESSAGE_V2"], "topic": 'quo"ted'},
+        {"effect": "drop", "codes": ["SEND_MESSAGE_V2"], "topic": "主题"},
+    )
+    hook = session.hooks[0]
+    assert isinstance(hook, FaultHook)
+    assert len(engine.prefilters["request"].by_code[310].open) == 2  # no name searched for
+    unicode_send = json_frame(310, 11, ext={"a": "PG", "b": "主题"})
+    assert play(session, (C2S, unicode_send)) == [Record(C2S, [unicode_send])]
+    quoted_send = json_frame(310, 12, ext={"a": "PG", "b": 'quo"ted'})
+    assert play(session, (C2S, quoted_send)) == [Record(C2S, [quoted_send])]
+    assert [r.hits for r in engine.rules.values()] == [1, 1]
+    engine.reset()
+    engine.add({"effect": "drop", "codes": ["SEND_MESSAGE_V2"], "topic": "Elsewhere"})
+    assert not hook._admitted(SEND, "request") and play(session, (C2S, SEND))[0] == Send(C2S, SEND)
 
 
 def test_binary_requests_are_answered_in_their_serialization() -> None:
