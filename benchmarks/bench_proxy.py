@@ -9,6 +9,10 @@ and the capture writer's own ceiling (records packed and written as fast as one 
 
 Rounds alternate direct and proxied runs so that a noisy neighbour hurts both alike.
 Targets (issue 17): proxied TPS >= 0.95x direct, p50 added <= 0.1 ms, proxy CPU <= 15 µs per message.
+Issue 16, against the forward-only proxy of the same round: with --metrics-port (scraped each round)
+TPS >= 0.97x; with fault rules that never match (5 on requests, 5 on responses, as a test leaves
+them for other topics) rule matching <= 2 µs per frame, both as the proxy's CPU per frame in the run and
+in process (the session with and without the rules, frames fed in memory).
 """
 
 from __future__ import annotations
@@ -62,6 +66,72 @@ def writer_ceiling(seconds: float = 3.0, body: int = 1024) -> tuple[float, float
         return writer.bytes_written / elapsed / 1e6, n / elapsed
 
 
+IDLE_RULES: list[dict[str, object]] = [
+    {"effect": "answer", "codes": ["SEND_MESSAGE_V2"], "topic": "NotBenched"},
+    {"effect": "drop", "codes": ["PULL_MESSAGE"], "topic": "NotBenched"},
+    {"effect": "latency", "ms": 1, "codes": ["SEND_MESSAGE_V2"], "topic": "NotBenched"},
+    {"effect": "reset", "codes": ["SEND_MESSAGE_V2"], "group": "not_benched"},
+    {"effect": "answer", "codes": ["HEART_BEAT"], "client": "192.0.2.1"},
+    {"effect": "drop", "direction": "response", "codes": ["SEND_MESSAGE_V2"], "topic": "NotBenched"},
+    {"effect": "duplicate", "codes": ["PULL_MESSAGE"], "topic": "NotBenched"},
+    {"effect": "corrupt", "codes": ["PULL_MESSAGE"], "group": "not_benched"},
+    {
+        "effect": "latency",
+        "ms": 1,
+        "direction": "response",
+        "codes": ["SEND_MESSAGE_V2"],
+        "topic": "NotBenched",
+    },
+    {"effect": "answer", "direction": "response", "broker": "192.0.2.1"},
+]
+"""Ten rules, none of which matches the benchmark's sends: 5 on requests, 5 on responses."""
+
+
+def rule_matching_ns(seconds: float = 2.0, body: int = 1024) -> tuple[float, float]:
+    """(ns per frame without rules, ns added per frame by IDLE_RULES): 1,000 sends and their answers,
+    encoded once, fed to a proxy session with the fault hook as the proxy's adapter feeds them."""
+    from rmqtwin.codec.codes import RequestCode
+    from rmqtwin.codec.command import create_request, create_response, encode_command
+    from rmqtwin.proxy.faults import FaultEngine, FaultHook
+    from rmqtwin.proxy.session import ProxySession
+
+    ext = {
+        "a": "bench_group", "b": "BenchTopic", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+        "g": "1700000000000", "h": "0", "i": "UNIQ_KEY\x01ABCDEF\x02WAIT\x01true\x02", "j": "0",
+        "k": "false", "m": "false",
+    }  # fmt: skip
+    pairs = []
+    for opaque in range(1000):
+        request = create_request(RequestCode.SEND_MESSAGE_V2, ext, b"x" * body, opaque=opaque)
+        answer = create_response(request, 0, ext_fields={"msgId": "0A000001" + "0" * 24, "queueId": "1"})
+        pairs.append((encode_command(request), encode_command(answer)))
+
+    def per_frame(engine: FaultEngine) -> float:
+        session = ProxySession([FaultHook(engine, "127.0.0.1:50000", "127.0.0.1:10911")])
+        frames = 0
+        started = time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            for request, answer in pairs:
+                session.from_client(request)
+                session.from_upstream(answer)
+            frames += 2 * len(pairs)
+        return (time.perf_counter() - started) / frames * 1e9
+
+    ruled = FaultEngine()
+    for rule in IDLE_RULES:
+        ruled.add(rule)
+    none = min(per_frame(FaultEngine()) for _ in range(3))
+    return none, min(per_frame(ruled) for _ in range(3)) - none
+
+
+def scrape(url: str) -> int:
+    """One Prometheus scrape (what a 15 s scrape interval costs the proxy); the bytes it returned."""
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return len(answer.read())
+
+
 def bench(client: Any, namesrv: str, args: argparse.Namespace, topic: str) -> dict[str, Any]:
     result = client.benchmark_producer(
         namesrv,
@@ -93,21 +163,45 @@ def main() -> int:
 
     from rmqtwin.conformance.java_client import JavaClient
     from rmqtwin.conformance.launcher import RealRocketMQ
+    from rmqtwin.fakes.pytest_plugin import TwinFaultControl
     from rmqtwin.proxy.process import start_proxy
 
     client = JavaClient(args.version)
-    runs: dict[str, list[dict[str, Any]]] = {"direct": [], "proxy": [], "forward-only": []}
+    runs: dict[str, list[dict[str, Any]]] = {
+        "direct": [],
+        "proxy": [],
+        "forward-only": [],
+        "metrics": [],
+        "rules": [],
+    }
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp, RealRocketMQ(args.version) as rmq:
         capture = Path(tmp) / "bench.rmqcap"
         proxy = start_proxy(rmq.namesrv_addr, capture)
         plain = start_proxy(rmq.namesrv_addr, Path(tmp) / "plain.rmqcap", record=False)
+        metered = start_proxy(rmq.namesrv_addr, Path(tmp) / "metered", "--metrics-port", "0", record=False)
+        ruled = start_proxy(rmq.namesrv_addr, Path(tmp) / "ruled", record=False, faults=True)
+        for rule in IDLE_RULES:
+            TwinFaultControl(ruled.faults_url).add(rule)
+        assert metered.metrics_url is not None
         rss = PeakRss(lambda: [proxy.process.pid])
         rss.__enter__()
         idle_rss = rss_kib([proxy.process.pid])
-        namesrv = {"direct": rmq.namesrv_addr, "proxy": proxy.namesrv, "forward-only": plain.namesrv}
-        pids = {"proxy": proxy.process.pid, "forward-only": plain.process.pid}
-        cpu_us: dict[str, list[float]] = {"proxy": [], "forward-only": []}
+        namesrv = {
+            "direct": rmq.namesrv_addr,
+            "proxy": proxy.namesrv,
+            "forward-only": plain.namesrv,
+            "metrics": metered.namesrv,
+            "rules": ruled.namesrv,
+        }
+        pids = {
+            "proxy": proxy.process.pid,
+            "forward-only": plain.process.pid,
+            "metrics": metered.process.pid,
+            "rules": ruled.process.pid,
+        }
+        cpu_us: dict[str, list[float]] = {name: [] for name in pids}
+        scraped = 0
         recorded_seconds = 0.0
         recorded_bytes = 0
         try:
@@ -127,6 +221,8 @@ def main() -> int:
                     )
                     with profile:
                         runs_of.append(bench(client, namesrv[name], args, f"Bench{name.title()}{i}"))
+                    if name == "metrics":  # what Prometheus' scrape costs, once per run
+                        scraped = scrape(metered.metrics_url)
                     if isinstance(profile, Profile):
                         print(
                             "\n".join(
@@ -146,6 +242,8 @@ def main() -> int:
             rss.__exit__()
             proxy.stop(timeout=60)
             plain.stop(timeout=60)
+            metered.stop(timeout=60)
+            ruled.stop(timeout=60)
         total_capture = capture_bytes(capture)
     load_after = os.getloadavg()[0]
 
@@ -204,6 +302,38 @@ def main() -> int:
         + ", ".join(f"{d:+.3f}" for d in deltas)
         + f" ms (median {statistics.median(deltas):+.3f} ms)"
     )
+
+    def paired(name: str) -> list[float]:
+        return [
+            float(m["tps"]) / max(float(f["tps"]), 1e-9)
+            for m, f in zip(runs[name], runs["forward-only"], strict=True)
+        ]
+
+    def cpu_added(name: str) -> float:
+        return statistics.median(c - f for c, f in zip(cpu_us[name], cpu_us["forward-only"], strict=True))
+
+    metrics_ratio = statistics.median(paired("metrics"))
+    rules_frame_us = cpu_added("rules") / 2  # a message is a request and its answer
+    none_ns, rule_ns = rule_matching_ns()
+    print(
+        "metrics (forward-only + --metrics-port, one scrape of "
+        f"{scraped / 1024:.0f} KiB a run) vs forward-only, paired by round: TPS ratio "
+        + ", ".join(f"{r:.3f}x" for r in paired("metrics"))
+        + f" (median {metrics_ratio:.3f}x); CPU {cpu_added('metrics'):+.1f} us per message"
+    )
+    print(
+        "fault rules (10 that never match: 5 on requests, 5 on responses) vs forward-only: TPS ratio "
+        + ", ".join(f"{r:.3f}x" for r in paired("rules"))
+        + f"; CPU {cpu_added('rules'):+.1f} us per message = {rules_frame_us:+.1f} us per frame; "
+        f"in process: {none_ns / 1000:.2f} us per frame through the session without rules, "
+        f"{rule_ns / 1000:+.2f} us per frame with them"
+    )
+    print(
+        "targets (issue 16): metrics TPS >= 0.97x forward-only: "
+        f"{'met' if metrics_ratio >= 0.97 else 'MISSED'}; "
+        f"rule matching <= 2 us per frame: in process {'met' if rule_ns <= 2000 else 'MISSED'}, "
+        f"proxy CPU in the run {'met' if rules_frame_us <= 2 else 'MISSED'}"
+    )
     ok_tps = statistics.median(ratios) >= 0.95
     ok_p50 = statistics.median(deltas) <= 0.1
     ok_cpu = statistics.median(cpu_us["proxy"]) <= 15
@@ -222,6 +352,9 @@ def main() -> int:
             "p50 added ms": statistics.median(deltas),
             "cpu us": statistics.median(cpu_us["proxy"]),
             "forward-only cpu us": statistics.median(cpu_us["forward-only"]),
+            "metrics tps ratio": metrics_ratio,
+            "rules cpu us per frame": rules_frame_us,
+            "rule matching ns per frame": rule_ns,
         },
     )
     return 0

@@ -29,6 +29,8 @@ class ProxyProcess:
     log_path: Path
     faults_url: str | None = None
     """The fault API's base URL when started with ``faults=True``."""
+    metrics_url: str | None = None
+    """The Prometheus endpoint when started with ``--metrics-port``."""
 
     def log(self) -> str:
         """What the proxy wrote to stderr: warnings, and errors that closed a connection."""
@@ -75,13 +77,20 @@ def start_proxy(
     ready, _, _ = select.select([process.stdout], [], [], ready_timeout)
     line = process.stdout.readline() if ready else ""
     match = re.search(r"listening on (\S+) ", line)
-    faults_url = None
+    faults_url = metrics_url = None
     if match is not None and faults:
         # printed right after the first line (and maybe read with it into the pipe's buffer already)
         api = re.search(r"fault API on (\S+)", process.stdout.readline())
         faults_url = api.group(1) if api is not None else None
-    if match is None or (faults and faults_url is None):
+    if match is not None and "--metrics-port" in extra:
+        scrape = re.search(r"metrics on (\S+)", process.stdout.readline())
+        metrics_url = scrape.group(1) if scrape is not None else None
+    if (
+        match is None
+        or (faults and faults_url is None)
+        or ("--metrics-port" in extra and metrics_url is None)
+    ):
         process.kill()
         process.wait()
         raise RuntimeError(f"rmqtwin proxy did not start: {line!r}\n{log_path.read_text()}")
-    return ProxyProcess(process, match.group(1), capture, log_path, faults_url)
+    return ProxyProcess(process, match.group(1), capture, log_path, faults_url, metrics_url)
