@@ -63,13 +63,16 @@ DRIVER_CLASSES = {
     "producer": "rmqtwin.conformance.Producer",
     "push_consumer": "rmqtwin.conformance.PushConsumer",
     "lite_pull": "rmqtwin.conformance.LitePullConsumer",
+    "pull_consumer": "rmqtwin.conformance.PullConsumer",
+    "rebalance": "rmqtwin.conformance.Rebalance",
     "request_reply": "rmqtwin.conformance.RequestReply",
     "benchmark_producer": "rmqtwin.conformance.BenchmarkProducer",
     "acl_probe": "rmqtwin.conformance.AclProbe",
     "grpc_scenario": "rmqtwin.conformance.grpc.GrpcScenario",
     "spring_example": "rmqtwin.example.spring.SpringExample",
 }
-MQADMIN_CLASS = "org.apache.rocketmq.tools.command.MQAdminStartup"
+MQADMIN_CLASS = "rmqtwin.conformance.MQAdmin"
+"""MQAdminStartup, then an exit without waiting seconds for Netty's graceful shutdown (MQAdmin.java)."""
 TRANSPORT_FAILURES = ("RemotingTimeoutException", "RemotingSendRequestException", "RemotingConnectException")
 
 
