@@ -1,7 +1,8 @@
 """The scenario catalog: one TOML file per scenario in ``conformance/catalog/``, run by the Java client.
 
 A scenario names its variables (made unique per run: ``topic = "Modes"`` becomes ``Modes_3f9a_1``, so
-runs never share a topic or group) and lists steps. Each step is one action the real client (or, for
+runs never share a topic or group; ``[fixed]`` names stay as written, for a value the client hashes)
+and lists steps. Each step is one action the real client (or, for
 the careless-client requests, a raw remoting request) performs against a target, and what it saw is
 the step's observation::
 
@@ -13,7 +14,8 @@ the step's observation::
     action = "create_topic"          # UPDATE_AND_CREATE_TOPIC on every broker, then wait for the route
     topic = "$topic"
     [[steps]]
-    action = "producer"              # JavaClient drivers: producer, push_consumer, lite_pull
+    action = "producer"              # JavaClient drivers: producer, push_consumer, lite_pull,
+                                     # pull_consumer, rebalance, request_reply
     spec = { topic = "$topic", mode = "sync", count = 3 }
     [[steps]]
     action = "mqadmin"
@@ -27,7 +29,13 @@ every kind a driver reports) and ``fields`` (keep only these event fields) narro
 ``sequence = true`` also observes the bodies a consumer received in the order it got them, per queue
 (what orderly consumption promises). ``capture = { uid = ["sent", "index=0", "msgId"] }`` keeps a field
 of a driver's event (kind, key as events are keyed, field) as ``$uid`` for the later steps (a message
-id to query by). A step with ``clients = ["4.9"]`` runs only with that client line.
+id to query by). ``background = "name"`` on a driver step leaves the driver running (once it printed
+"started", or ``ready = { event = "received", count = 2 }``; ``capture`` reads what it printed so far)
+for the steps that follow, until ``action = "stop"`` with
+``of = "name"`` ends it and observes what it printed (a run ends the ones left). A step with
+``clients = ["4.9"]`` runs only with that client line. A scenario with
+``exclusive = true`` (one that changes what every run on the broker sees, such as its config) runs on
+one target at a time; the runs of every other scenario go side by side.
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rmqtwin.conformance.java_client import DriverResult, JavaClient
+from rmqtwin.conformance.java_client import DriverProcess, DriverResult, JavaClient
 from rmqtwin.conformance.launcher import query_cluster_info
 
 __all__ = [
@@ -66,14 +74,39 @@ ACTIONS = (
     "producer",
     "push_consumer",
     "lite_pull",
+    "pull_consumer",
+    "rebalance",
     "request_reply",
     "mqadmin",
     "request",
+    "stop",
     "sleep",
 )
-DRIVER_ACTIONS = ("producer", "push_consumer", "lite_pull", "request_reply")
-EVENT_KINDS = ("sent", "received", "error", "fatal", "check", "local_transaction", "replied", "reply")
-SUMMARY_FIELDS = ("sent", "errors", "consumed", "received", "timedOut", "checks", "reconsumeLater")
+DRIVER_ACTIONS = ("producer", "push_consumer", "lite_pull", "pull_consumer", "rebalance", "request_reply")
+EVENT_KINDS = (
+    "sent",
+    "received",
+    "error",
+    "fatal",
+    "check",
+    "local_transaction",
+    "replied",
+    "reply",
+    "pull",
+    "allocation",
+    "unsettled",
+)
+SUMMARY_FIELDS = (
+    "sent",
+    "errors",
+    "consumed",
+    "received",
+    "timedOut",
+    "checks",
+    "reconsumeLater",
+    "pulls",
+    "settled",
+)
 # Event fields that say how the driver ran, not what the broker did.
 DRIVER_FIELDS = frozenset({"event", "elapsedMs", "attempt", "thread", "t", "ts", "latencyMs"})
 _VAR_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -111,6 +144,10 @@ class Scenario:
     normalisers: tuple[str, ...] | None = None
     path: Path | None = None
     tags: tuple[str, ...] = ()
+    exclusive: bool = False
+    """Runs one at a time on a target (it changes what other runs there would see)."""
+    fixed: Mapping[str, str] = field(default_factory=dict)
+    """Names the same in every run (``[fixed]``): for what a client hashes, shared by concurrent runs."""
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -131,6 +168,8 @@ def load_scenario(path: Path) -> Scenario:
         normalisers=tuple(normalisers) if normalisers is not None else None,
         path=path,
         tags=tuple(data.get("tags", ())),
+        exclusive=bool(data.get("exclusive", False)),
+        fixed={str(k): str(v) for k, v in data.get("fixed", {}).items()},
     )
 
 
@@ -149,7 +188,7 @@ _run_counter = itertools.count()
 def unique_values(scenario: Scenario) -> dict[str, str]:
     """Fresh names for the scenario's variables: no two runs (or machines) share a topic or group."""
     stamp = f"{uuid.uuid4().hex[:6]}_{os.getpid()}_{next(_run_counter)}"
-    return {var: f"{stem}_{stamp}" for var, stem in scenario.variables.items()}
+    return {var: f"{stem}_{stamp}" for var, stem in scenario.variables.items()} | dict(scenario.fixed)
 
 
 def substitute(value: Any, names: Mapping[str, str]) -> Any:
@@ -194,28 +233,33 @@ def run_scenario(
 ) -> ScenarioRun:
     """Run every step against ``target``; a step that fails ends the run with ``error`` set."""
     names = unique_values(scenario)
-    context = {
-        **names,
-        "namesrv": target.namesrv_addr,
-        "broker": target.broker_addrs[0],
-        "cluster": target.cluster,
-    }
+    context = Context(
+        {
+            **names,
+            "namesrv": target.namesrv_addr,
+            "broker": target.broker_addrs[0],
+            "cluster": target.cluster,
+        }
+    )
     run = ScenarioRun(scenario=scenario.name, target=target.name, names=names)
     started = time.monotonic()
     send = request or raw_request
-    for step in scenario.steps:
-        if client.version.line not in step.clients:
-            continue
-        args = substitute(dict(step.args), context)
-        began = time.monotonic()
-        try:
-            observation = _ACTIONS[step.action](args, target, client, send, context)
-        except (StepError, AssertionError, OSError) as exc:
-            run.error = f"{step.label}: {exc}"
-            break
-        finally:
-            run.seconds = time.monotonic() - started
-        run.steps.append(StepRun(step.label, step.action, observation, time.monotonic() - began))
+    try:
+        for step in scenario.steps:
+            if client.version.line not in step.clients:
+                continue
+            args = substitute(dict(step.args), context)
+            began = time.monotonic()
+            try:
+                observation = _ACTIONS[step.action](args, target, client, send, context)
+            except (StepError, AssertionError, OSError) as exc:
+                run.error = f"{step.label}: {exc}"
+                break
+            finally:
+                run.seconds = time.monotonic() - started
+            run.steps.append(StepRun(step.label, step.action, observation, time.monotonic() - began))
+    finally:
+        context.stop_all()
     return run
 
 
@@ -223,8 +267,22 @@ def run_scenario(
 # Actions
 
 RequestFn = Callable[[str, int, Mapping[str, str] | None, bytes | None], tuple[int, str | None, bytes]]
-Context = dict[str, str]
-"""The run's variables; a step's ``capture`` adds to them."""
+
+
+class Context(dict[str, str]):
+    """The run's variables (a step's ``capture`` adds to them) and its drivers left running."""
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        super().__init__(values)
+        self.background: dict[str, DriverProcess] = {}
+
+    def stop_all(self) -> None:
+        for process in self.background.values():
+            process.kill()
+            process.result(timeout=30)
+        self.background.clear()
+
+
 Action = Callable[[Mapping[str, Any], Target, JavaClient, RequestFn, Context], Observation]
 
 
@@ -282,6 +340,15 @@ def _driver(action: str) -> Action:
         args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn, context: Context
     ) -> Observation:
         spec = {"namesrv": target.namesrv_addr, **dict(args.get("spec", {}))}
+        name = args.get("background")
+        if name:  # left running for the steps that follow, until a "stop" step
+            process = client.start(action, spec)
+            context.background[str(name)] = process
+            ready = dict(args.get("ready", {}))
+            process.wait_for_count(str(ready.get("event", "started")), int(ready.get("count", 1)), timeout=90)
+            so_far = DriverResult(action, list(process.events), 0, "")
+            context.update(captured(so_far, args.get("capture", {})))
+            return {"started": True}
         result = client.run(action, spec)
         if result.returncode != 0 and not result.events:
             raise StepError(f"{action} driver exited {result.returncode}:\n{result.stderr[-2000:]}")
@@ -358,6 +425,8 @@ def _mqadmin(
         lines = sorted({re.split(r"\s*[:=]\s*", line, maxsplit=1)[0].strip() for line in lines})
     elif keep == "none":
         lines = []
+    for pattern in args.get("mask", ()):  # a value that differs on every run, e.g. a time taken
+        lines = [re.sub(str(pattern), "<masked>", line) for line in lines]
     failure = next(
         (line.strip() for line in (result.stdout + "\n" + result.stderr).splitlines() if "Exception" in line),
         None,
@@ -381,6 +450,20 @@ def _request(
     return observation
 
 
+def _stop(
+    args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn, context: Context
+) -> Observation:
+    """Ends a driver started with ``background = NAME`` (``of = NAME``) and observes what it printed."""
+    process = context.background.pop(str(args["of"]), None)
+    if process is None:
+        raise StepError(f"no driver running as {args['of']!r}")
+    process.kill()
+    result = process.result(timeout=30)
+    observation = driver_observation(result, args)
+    del observation["exit"]  # killed: its exit status says nothing of the broker
+    return observation
+
+
 def _sleep(
     args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn, context: Context
 ) -> Observation:
@@ -393,9 +476,12 @@ _ACTIONS: dict[str, Action] = {
     "producer": _driver("producer"),
     "push_consumer": _driver("push_consumer"),
     "lite_pull": _driver("lite_pull"),
+    "pull_consumer": _driver("pull_consumer"),
+    "rebalance": _driver("rebalance"),
     "request_reply": _driver("request_reply"),
     "mqadmin": _mqadmin,
     "request": _request,
+    "stop": _stop,
     "sleep": _sleep,
 }
 

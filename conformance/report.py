@@ -15,9 +15,22 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from rmqtwin.conformance import diffy
-from rmqtwin.conformance.runner import CatalogRun
+from rmqtwin.conformance.catalog import ScenarioRun
+from rmqtwin.conformance.runner import CatalogRun, ScenarioResult
 
 __all__ = ["report_data", "write_reports"]
+
+
+def _step_seconds(result: ScenarioResult, label: str) -> dict[str, Any]:
+    """How long a step took on each run (where a run's minutes go)."""
+
+    def of(run: ScenarioRun) -> float | None:
+        return next((round(s.seconds, 1) for s in run.steps if s.label == label), None)
+
+    return {
+        "reference": [of(r) for r in result.reference_runs],
+        **{name: of(r) for name, r in result.candidate_runs.items()},
+    }
 
 
 def report_data(run: CatalogRun) -> dict[str, Any]:
@@ -47,7 +60,7 @@ def report_data(run: CatalogRun) -> dict[str, Any]:
                         "differs": [name for name, cmp in step.comparisons.items() if path in cmp.differing],
                     }
                 )
-            steps.append({"label": step.label, "rows": rows})
+            steps.append({"label": step.label, "rows": rows, "seconds": _step_seconds(result, step.label)})
         scenarios.append(
             {
                 "name": result.scenario.name,

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -147,17 +148,28 @@ def run_catalog(
     client: JavaClient,
     progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
 ) -> CatalogRun:
-    """Every scenario on the reference twice, then on each candidate; compared step by step."""
+    """Every scenario on the reference twice and on each candidate; compared step by step.
+
+    A scenario's runs go side by side (each run has its own topics and groups; most of a run is
+    waiting for JVMs to start and for brokers to deliver), one after the other for a scenario marked
+    ``exclusive`` (it changes what every run on the broker sees, such as its config)."""
     started = time.monotonic()
     results = []
     for number, scenario in enumerate(scenarios, 1):
         head = f"[{number}/{len(scenarios)}] {scenario.name}"
-        runs = []
-        for label, target in [("ref 1", reference), ("ref 2", reference), *[(t.name, t) for t in candidates]]:
-            run = run_scenario(scenario, target, client)
-            runs.append(run)
+        labelled = [("ref 1", reference), ("ref 2", reference), *[(t.name, t) for t in candidates]]
+
+        def run_one(label: str, target: Target, head: str = head, one: Scenario = scenario) -> ScenarioRun:
+            run = run_scenario(one, target, client)
             state = "error: " + run.error.splitlines()[0] if run.error else "done"
             progress(f"{head}: {label} ({target.name}) {state} in {run.seconds:.1f}s")
+            return run
+
+        if scenario.exclusive:
+            runs = [run_one(label, target) for label, target in labelled]
+        else:
+            with ThreadPoolExecutor(max_workers=len(labelled), thread_name_prefix="catalog") as pool:
+                runs = list(pool.map(lambda lt: run_one(*lt), labelled))
         result = compare_runs(
             scenario, runs[0], runs[1], {t.name: r for t, r in zip(candidates, runs[2:], strict=True)}
         )

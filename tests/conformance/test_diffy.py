@@ -192,3 +192,106 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert (
         render_html(json.loads((tmp_path / "report.json").read_text())).count("<table>") == 3
     )  # send, consume, outcome
+
+
+def test_a_scenarios_runs_go_side_by_side_unless_it_is_exclusive(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Three runs (the reference twice, the twin) that each wait for the other two: only runs made at
+    # the same time get through the barrier. An exclusive scenario's runs never overlap.
+    import threading
+
+    from rmqtwin.conformance import runner
+    from rmqtwin.conformance.catalog import Target
+    from rmqtwin.conformance.java_client import JavaClient
+
+    barrier = threading.Barrier(3, timeout=30)
+    active = [0, 0]  # now, most at once
+    lock = threading.Lock()
+
+    def fake_run(scenario: Scenario, target: Target, client: JavaClient) -> ScenarioRun:
+        with lock:
+            active[0] += 1
+            active[1] = max(active)
+        if not scenario.exclusive:
+            barrier.wait()
+        with lock:
+            active[0] -= 1
+        return ScenarioRun(scenario=scenario.name, target=target.name, names={})
+
+    monkeypatch.setattr(runner, "run_scenario", fake_run)
+    side_by_side = Scenario("shared", "d", {}, (Step("sleep", {}, "s"),))
+    alone = Scenario("config", "d", {}, (Step("sleep", {}, "s"),), exclusive=True)
+    ref, twin = Target("real-5", "n:1", ("b:1",)), Target("twin", "n:2", ("b:2",))
+    run = runner.run_catalog([side_by_side], ref, [twin], JavaClient("5"), progress=lambda line: None)
+    assert run.ok and active[1] == 3
+    active[1] = 0
+    run = runner.run_catalog([alone], ref, [twin], JavaClient("5"), progress=lambda line: None)
+    assert run.ok and active[1] == 1
+
+
+class _FakeProcess:
+    """A driver left running: what it printed so far, then killed."""
+
+    def __init__(self, events: list[dict[str, object]]) -> None:
+        self.events = events
+        self.killed = False
+
+    def wait_for_count(self, kind: str, count: int, timeout: float = 60.0) -> None:
+        assert sum(1 for e in self.events if e["event"] == kind) >= count
+
+    def kill(self) -> None:
+        self.killed = True
+
+    def result(self, timeout: float = 120.0) -> DriverResult:
+        return DriverResult("push_consumer", self.events, -9, "")
+
+
+def test_a_background_driver_runs_until_its_stop_step_and_masked_values_are_not_compared() -> None:
+    from rmqtwin.conformance.catalog import Target, run_scenario
+    from rmqtwin.conformance.java_client import MQAdminResult
+
+    process = _FakeProcess(
+        [{"event": "started", "clientId": "10.0.0.1@c0"}, {"event": "received", "body": "m", "queueId": 0}]
+    )
+    calls: list[tuple[str, ...]] = []
+
+    class Client:
+        version = type("V", (), {"line": "5"})()
+
+        def start(self, driver: str, spec: dict[str, object]) -> _FakeProcess:
+            assert driver == "push_consumer" and spec["group"] == "G_1"
+            return process
+
+        def mqadmin(self, namesrv: str, *args: str) -> MQAdminResult:
+            calls.append(args)
+            return MQAdminResult(list(args), 0, "Result [consumeResult=CR_SUCCESS, spentTimeMills=7]\n", "")
+
+    scenario = Scenario(
+        "bg",
+        "d",
+        {},
+        (
+            Step(
+                "push_consumer",
+                {
+                    "background": "c",
+                    "ready": {"event": "received", "count": 1},
+                    "capture": {"cid": ["started", "#0", "clientId"]},
+                    "spec": {"group": "G_1"},
+                },
+                "online",
+            ),
+            Step(
+                "mqadmin", {"args": ["consumerStatus", "-d", "$cid"], "mask": ["spentTimeMills=\\d+"]}, "ask"
+            ),
+            Step("stop", {"of": "c", "fields": ["body"], "observe": ["received"]}, "stop"),
+        ),
+    )
+    run = run_scenario(scenario, Target("t", "n:1", ("b:1",)), Client())  # type: ignore[arg-type]
+    assert run.error is None
+    assert calls == [("consumerStatus", "-d", "10.0.0.1@c0")]
+    assert [s.observation for s in run.steps] == [
+        {"started": True},
+        {"ok": True, "failure": None, "lines": ["Result [consumeResult=CR_SUCCESS, <masked>]"]},
+        {"received": {"body=m#0": {"body": "m"}}},
+    ]
+    assert process.killed
