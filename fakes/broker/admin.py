@@ -166,7 +166,12 @@ class AdminProcessor:
             return response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
         store = self.broker.store
         table: dict[Any, Any] = {}
-        for queue_id in range(config.write_queue_nums):
+        # 4.9.x lists the write queues; 5.x every queue, read or write (a topic being shrunk has
+        # readable queues no producer writes to any more).
+        queues = config.write_queue_nums
+        if self.broker.config.five:
+            queues = max(queues, config.read_queue_nums)
+        for queue_id in range(queues):
             low = max(0, store.get_min_offset_in_queue(topic, queue_id))
             high = max(0, store.get_max_offset_in_queue(topic, queue_id))
             timestamp = store.get_message_store_timestamp(topic, queue_id, high - 1) if high > 0 else 0
@@ -235,6 +240,9 @@ class AdminProcessor:
                 if consumer_offset - 1 >= 0:
                     last = broker.store.get_message_store_timestamp(name, queue_id, consumer_offset - 1)
                 wrapper["lastTimestamp"] = last if last > 0 else 0
+                if broker.config.five:  # how far the group pulled: mqadmin consumerProgress's #Inflight
+                    pulled = broker.offsets.query_pull_offset(group, name, queue_id)
+                    wrapper["pullOffset"] = max(consumer_offset, pulled)
                 table[self._mq(name, queue_id)] = wrapper
         return response(body=fastjson.dumps({"consumeTps": 0.0, "offsetTable": table}))
 

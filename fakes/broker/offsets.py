@@ -44,6 +44,16 @@ class ConsumerOffsetTable(ConsumerOffsetManager):
         self.dirty = False
         self.reset_offsets: dict[str, dict[int, int]] = {}
         """5.x server-side resets not yet seen by a pull: ``topic@group`` → queueId → offset."""
+        self.pull_offsets: dict[str, dict[int, int]] = {}
+        """5.x ``pullOffsetTable`` (memory only): ``topic@group`` → queueId → the last pull's next offset."""
+
+    def commit_pull_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        self.pull_offsets.setdefault(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {})[queue_id] = offset
+
+    def query_pull_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """5.x ``queryPullOffset``: how far the group has pulled, else its committed offset (-1 for none)."""
+        pulled = self.pull_offsets.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {}).get(queue_id)
+        return pulled if pulled is not None else self.query_offset(group, topic, queue_id)
 
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         super().commit_offset(group, topic, queue_id, offset)
@@ -53,6 +63,8 @@ class ConsumerOffsetTable(ConsumerOffsetManager):
         """``removeOffset``: forget every offset of ``group`` (DELETE_SUBSCRIPTIONGROUP with removeOffset)."""
         for key in [k for k in self.offset_table if k.rpartition(TOPIC_GROUP_SEPARATOR)[2] == group]:
             del self.offset_table[key]
+        for key in [k for k in self.pull_offsets if k.rpartition(TOPIC_GROUP_SEPARATOR)[2] == group]:
+            del self.pull_offsets[key]
         self.dirty = True
 
     def clean_offset_by_topic(self, topic: str) -> None:

@@ -333,6 +333,8 @@ class PullProcessor:
         result = broker.store.get_message(group, topic, queue_id, queue_offset, max_msg_nums, message_filter)
         status = result.status
         suggest = self._suggest_which_broker_id(group_config, result.suggest_pulling_from_slave)
+        if broker.config.five:  # tryCommitOffset: every answer from the store moves the group's pull offset
+            broker.offsets.commit_pull_offset(group, topic, queue_id, result.next_begin_offset)
         answer_header = PullMessageResponseHeader(
             suggest_which_broker_id=suggest,
             next_begin_offset=result.next_begin_offset,

@@ -22,7 +22,13 @@ from rmqtwin.codec.headers import (
     SendMessageResponseHeader,
     send_v2_as_v1,
 )
-from rmqtwin.codec.message import UniqIdGenerator, decode_batch, merge_batch_properties, string_to_properties
+from rmqtwin.codec.message import (
+    UniqIdGenerator,
+    decode_batch,
+    encode_message_record,
+    merge_batch_properties,
+    string_to_properties,
+)
 from rmqtwin.fakes.broker.attributes import CLEANUP_POLICY
 from rmqtwin.fakes.broker.timer import (
     TIMER_TOPIC,
@@ -90,6 +96,18 @@ def send_header(request: RemotingCommand) -> SendMessageRequestHeader:
     if v2:
         return send_v2_as_v1(request.ext_fields)
     return decode_header(request, SendMessageRequestHeader)
+
+
+BATCH_TOO_LARGE_REMARK = (
+    "java.lang.RuntimeException: message body size exceeded, "
+    "org.apache.rocketmq.store.MessageExtEncoder.encode(MessageExtEncoder.java:290)"
+)
+"""What 5.5.0 answers (SYSTEM_ERROR) a batch whose records add up to more than maxMessageSize."""
+
+
+def _records_size(batch: list[MessageExtBrokerInner]) -> int:
+    """The stored size of a batch's records, headers and properties included."""
+    return sum(len(encode_message_record(m)) for m in batch)
 
 
 class SendProcessor:
@@ -336,6 +354,10 @@ class SendProcessor:
             )
         if not batch:
             return self._failed_put(PutMessageStatus.MESSAGE_ILLEGAL)
+        if five and len(batch) > 1 and _records_size(batch) > broker.config.max_message_size:
+            # 5.5.0's MessageExtEncoder throws on a batch over maxMessageSize (a 4.5 MiB batch of
+            # 0.9 MiB bodies); 4.9.7's store answers it MESSAGE_ILLEGAL, as the twin's store does.
+            return response(ResponseCode.SYSTEM_ERROR, BATCH_TOO_LARGE_REMARK, self._send_response_ext())
         result = broker.store.put_messages(batch)
         return self._handle_put_result(
             result,

@@ -12,6 +12,7 @@ from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.headers import CreateTopicRequestHeader, to_ext_fields
 from rmqtwin.codec.message import Message, decode_message_records, encode_batch
+from rmqtwin.fakes.broker.send import BATCH_TOO_LARGE_REMARK
 from tests.fakes.helpers import heartbeat, make_broker, peer, pull_header, send_v2
 
 FAST_DELAYS = " ".join(["1s"] * 18)
@@ -223,6 +224,22 @@ def test_batch_send_stores_each_message(env: Any) -> None:
     assert broker.store.get_max_offset_in_queue("TopicBatch", 1) == 3
 
 
+@pytest.mark.parametrize("line", ["4.9", "5.5"])
+def test_a_batch_over_max_message_size_is_refused_as_each_line_refuses_it(env: Any, line: str) -> None:
+    # Five 0.9 MiB bodies: 4.9.7's store answers MESSAGE_ILLEGAL, 5.5.0's encoder throws (SYSTEM_ERROR).
+    broker, clock = env
+    broker.config.rocketmq_version = line
+    p = peer(broker, clock)
+    body = encode_batch([Message(topic="TopicBig", body=b"x" * 943718) for _ in range(5)])
+    header = {"a": "pg", "b": "TopicBig", "c": "TBW102", "d": 4, "e": 0, "f": 0, "g": 0, "h": 0, "i": ""}
+    answer = p.call(RequestCode.SEND_BATCH_MESSAGE, {**header, "j": 0, "k": False, "m": True}, body)
+    if line == "5.5":
+        assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_ERROR, BATCH_TOO_LARGE_REMARK)
+    else:
+        assert answer.code == ResponseCode.MESSAGE_ILLEGAL
+    assert broker.store.get_max_offset_in_queue("TopicBig", 0) == 0
+
+
 def test_consumer_offsets_query_update_and_persist(env: Any, tmp_path: Any) -> None:
     broker, clock = env
     p = peer(broker, clock)
@@ -367,6 +384,48 @@ def test_admin_topic_create_stats_and_delete(env: Any) -> None:
     assert p.call(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "AdminT"}).code == ResponseCode.SUCCESS
     missing = p.call(RequestCode.GET_TOPIC_STATS_INFO, {"topic": "AdminT"})
     assert (missing.code, missing.remark) == (ResponseCode.TOPIC_NOT_EXIST, "topic[AdminT] not exist")
+
+
+@pytest.mark.parametrize("line", ["4.9", "5.5"])
+def test_topic_stats_of_a_shrunk_topic_list_the_write_queues_on_4_9_and_every_queue_on_5(
+    env: Any, line: str
+) -> None:
+    # writeQueueNums 4, readQueueNums 8 (the shrink procedure): real 4.9.7 lists 4 queues, 5.5.0 all 8.
+    broker, clock = env
+    broker.config.rocketmq_version = line
+    p = peer(broker, clock)
+    create = {
+        "topic": "Shrunk",
+        "defaultTopic": "TBW102",
+        "readQueueNums": 8,
+        "writeQueueNums": 4,
+        "perm": 6,
+        "topicFilterType": "SINGLE_TAG",
+        "order": False,
+    }
+    assert p.call(RequestCode.UPDATE_AND_CREATE_TOPIC, create).code == ResponseCode.SUCCESS
+    stats = fastjson.loads(p.call(RequestCode.GET_TOPIC_STATS_INFO, {"topic": "Shrunk"}).body or b"")
+    assert sorted(key["queueId"] for key in stats["offsetTable"]) == list(range(4 if line == "4.9" else 8))
+
+
+@pytest.mark.parametrize("line", ["4.9", "5.5"])
+def test_consume_stats_carry_how_far_the_group_pulled_on_5(env: Any, line: str) -> None:
+    # 5.5.0 remembers each pull's next offset (pullOffsetTable) and reports it beside the committed
+    # offset (consumerProgress's #Inflight, 2 pulled - 0 committed here); 4.9.7 has no pullOffset.
+    broker, clock = env
+    broker.config.rocketmq_version = line
+    p = peer(broker, clock)
+    send_v2(p, "TopicP", b"a")
+    send_v2(p, "TopicP", b"b")
+    heartbeat(p, "gp", "TopicP")
+    assert (
+        p.call(RequestCode.PULL_MESSAGE, pull_header("gp", "TopicP", 0, sys_flag=1)).code
+        == ResponseCode.SUCCESS
+    )
+    stats = fastjson.loads(p.call(RequestCode.GET_CONSUME_STATS, {"consumerGroup": "gp"}).body or b"")
+    wrapper = next(v for k, v in stats["offsetTable"].items() if k["queueId"] == 0)
+    assert wrapper.get("pullOffset") == (2 if line == "5.5" else None)
+    assert wrapper["consumerOffset"] == 0
 
 
 def test_silent_client_channels_expire_after_120_seconds(env: Any) -> None:
