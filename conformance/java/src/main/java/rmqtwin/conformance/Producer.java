@@ -31,7 +31,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * shardingKey, transaction, check}) or count (+ bodyPrefix), tags/keys/properties defaults,
  * batchSize, sendTimeoutMs, retryTimes, compressOver, maxMessageSize, expectChecks, timeoutMs,
  * trace (enableMsgTrace: trace records to RMQ_SYS_TRACE_TOPIC or traceTopic), settleMs (linger before
- * shutdown), acl {accessKey, secretKey} (sign with AclClientRPCHook).
+ * shutdown), acl {accessKey, secretKey} (sign with AclClientRPCHook), heartbeat (send the heartbeat that
+ * registers the producer group with the brokers once the route is known, not 30 s later).
  */
 public final class Producer {
     private static final AtomicInteger OK = new AtomicInteger();
@@ -93,6 +94,10 @@ public final class Producer {
                 }
             }
         });
+        if (Events.bool(spec, "heartbeat", false)) {
+            // What the client's 30-second heartbeat would do: register the group with the brokers now.
+            producer.getDefaultMQProducerImpl().getMqClientFactory().sendHeartbeatToAllBrokerWithLock();
+        }
         CountDownLatch pending = new CountDownLatch(countAsync(mode, specs));
         try {
             switch (mode) {

@@ -29,13 +29,17 @@ import org.apache.rocketmq.common.message.MessageExt;
  * consumeBatchMaxSize (above 1, each "received" event has the size of the listener call's "batch"),
  * maxReconsumeTimes, suspendMillis, pullDelayOnExceptionMs (pullTimeDelayMillsWhenException: the back-off
  * after a failed pull), delayLevelWhenNextConsume, trace (enableMsgTrace) and traceTopic, acl {accessKey,
- * secretKey} (sign with AclClientRPCHook).
+ * secretKey} (sign with AclClientRPCHook), delayLevels (the broker's messageDelayLevel, "1s 2s ..."): with it, a
+ * redelivery carrying a DELAY level says whether it came no sooner than that level's delay after the last
+ * delivery of the message ("waitedDelayLevel"; the time itself is the machine's, not compared).
  */
 public final class PushConsumer {
     private static final AtomicInteger DELIVERIES = new AtomicInteger();
     private static final AtomicInteger LATER = new AtomicInteger();
     private static final Set<String> CONSUMED = ConcurrentHashMap.newKeySet();
     private static volatile int BATCH_MAX = 1;
+    private static final Map<String, Long> LAST_DELIVERY = new ConcurrentHashMap<>();
+    private static volatile long[] DELAY_LEVELS_MS = new long[0];
 
     private PushConsumer() {
     }
@@ -118,6 +122,7 @@ public final class PushConsumer {
         consumer.setConsumeThreadMax(threads);
         consumer.setPullBatchSize((int) Events.num(spec, "pullBatchSize", 32));
         BATCH_MAX = (int) Events.num(spec, "consumeBatchMaxSize", 1);
+        DELAY_LEVELS_MS = delayLevels(Events.str(spec, "delayLevels", ""));
         consumer.setConsumeMessageBatchMaxSize(BATCH_MAX);
         consumer.setMaxReconsumeTimes((int) Events.num(spec, "maxReconsumeTimes", 16));
         consumer.setSuspendCurrentQueueTimeMillis(Events.num(spec, "suspendMillis", 1000));
@@ -179,6 +184,15 @@ public final class PushConsumer {
             if (BATCH_MAX > 1) {
                 e.put("batch", msgs.size());
             }
+            long now = System.currentTimeMillis();
+            Long previous = LAST_DELIVERY.put(m.getMsgId(), now);
+            String level = m.getProperty("DELAY");
+            if (previous != null && level != null && DELAY_LEVELS_MS.length > 0) {
+                int n = Integer.parseInt(level);
+                if (n >= 1 && n <= DELAY_LEVELS_MS.length) {
+                    e.put("waitedDelayLevel", now - previous >= DELAY_LEVELS_MS[n - 1]);
+                }
+            }
             Events.emit(e);
             if (ok) {
                 CONSUMED.add(m.getMsgId());
@@ -188,6 +202,19 @@ public final class PushConsumer {
             LATER.incrementAndGet();
         }
         return ok;
+    }
+
+    /** "1s 5s 10s 30s 1m 2m 1h 2d" (messageDelayLevel) as milliseconds per level. */
+    static long[] delayLevels(String text) {
+        String[] parts = text.trim().isEmpty() ? new String[0] : text.trim().split("\\s+");
+        long[] out = new long[parts.length];
+        for (int i = 0; i < parts.length; i++) {
+            String p = parts[i];
+            char unit = p.charAt(p.length() - 1);
+            long n = Long.parseLong(p.substring(0, p.length() - 1));
+            out[i] = n * (unit == 's' ? 1_000L : unit == 'm' ? 60_000L : unit == 'h' ? 3_600_000L : 86_400_000L);
+        }
+        return out;
     }
 
     static boolean wantsLater(MessageExt m, JsonObject later) {
