@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.PullResult;
+import org.apache.rocketmq.client.consumer.store.RemoteBrokerOffsetStore;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 
@@ -17,8 +18,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  *
  * <p>Spec: namesrv, group, topic, pulls (list of {queue, offset, maxNums, expression}; offset a number
  * or "next" (the last pull's nextBeginOffset on that queue), "min", "max" or "committed" (the group's
- * offset the broker holds)), commit (list of {queue, offset}: updateConsumeOffset, persisted when the
- * consumer shuts down), acl. One "pull" event per pull: index, queueId, offset, status,
+ * offset the broker holds)), commit (list of {queue, offset}: updateConsumeOffset, stored on the broker
+ * at once with a synchronous UPDATE_CONSUMER_OFFSET), acl. One "pull" event per pull: index, queueId, offset, status,
  * nextBeginOffset, minOffset, maxOffset and the bodies found.
  */
 public final class PullConsumer {
@@ -90,7 +91,12 @@ public final class PullConsumer {
             for (JsonElement element : Events.array(spec, "commit")) {
                 JsonObject c = element.getAsJsonObject();
                 MessageQueue mq = queues.get((int) Events.num(c, "queue", 0));
-                consumer.updateConsumeOffset(mq, Events.num(c, "offset", 0));
+                long offset = Events.num(c, "offset", 0);
+                consumer.updateConsumeOffset(mq, offset);
+                // Stored now, synchronously: the consumer's own persist at shutdown covers only the
+                // queues its rebalance has taken by then (a race with the client's rebalance timer).
+                ((RemoteBrokerOffsetStore) consumer.getDefaultMQPullConsumerImpl().getOffsetStore())
+                    .updateConsumeOffsetToBroker(mq, offset, false);
             }
         }
         consumer.shutdown();

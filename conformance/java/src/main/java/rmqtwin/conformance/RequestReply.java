@@ -3,6 +3,7 @@ package rmqtwin.conformance;
 import com.google.gson.JsonObject;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -38,6 +39,7 @@ public final class RequestReply {
         long timeoutMs = Events.num(spec, "requestTimeoutMs", 10_000);
         String prefix = Events.str(spec, "bodyPrefix", "request-");
 
+        AtomicInteger replied = new AtomicInteger();
         DefaultMQPushConsumer replier = null;
         DefaultMQProducer replyProducer = null;
         if (!Events.bool(spec, "noReplier", false)) {
@@ -65,6 +67,7 @@ public final class RequestReply {
                         Events.putError(e, ex);
                     }
                     Events.emit(e);
+                    replied.incrementAndGet();
                 }
                 return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
             });
@@ -104,6 +107,12 @@ public final class RequestReply {
         }
         requester.shutdown();
         if (replier != null) {
+            // A reply reaches the requester before the replier's send() returns: shut the replier down
+            // only once it has reported each reply, or its send is interrupted (seen under load).
+            long deadline = System.currentTimeMillis() + timeoutMs;
+            while (replied.get() < ok && System.currentTimeMillis() < deadline) {
+                Thread.sleep(20);
+            }
             replier.shutdown();
             replyProducer.shutdown();
         }
