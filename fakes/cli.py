@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from rmqtwin.logs import LEVELS
@@ -92,6 +93,11 @@ def serve(args: argparse.Namespace) -> int:
         config.broker_name = args.broker_name
     config.acl_file = args.acl_file
     config.rocketmq_version = args.rocketmq_version
+    if args.cluster and (args.metrics_port is not None or args.role != "both"):
+        print(
+            "rmqtwin serve: --cluster runs a name server and its brokers itself: no --role, no --metrics-port"
+        )
+        return 2
     options = ServeOptions(
         host=args.host,
         namesrv_port=args.namesrv_port,
@@ -112,7 +118,7 @@ def serve(args: argparse.Namespace) -> int:
     else:
         server = TwinServer(options, reactor)
         server.faults_url = faults_url
-    if args.metrics_port is not None and isinstance(server, TwinServer):
+    if args.metrics_port is not None and isinstance(server, TwinServer):  # --cluster has none (refused above)
         from rmqtwin.fakes.metrics import TwinMetrics
         from rmqtwin.proxy.cli import serve_metrics
 
