@@ -95,7 +95,7 @@ def serve(args: argparse.Namespace) -> int:
     config.rocketmq_version = args.rocketmq_version
     if args.cluster and (args.metrics_port is not None or args.role != "both"):
         print(
-            "rmqtwin serve: --cluster runs a name server and its brokers itself: no --role, no --metrics-port",
+            "rmqtwin serve: --cluster runs its own name server and brokers: no --role, no --metrics-port",
             file=sys.stderr,
         )
         return 2
