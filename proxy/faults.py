@@ -521,7 +521,11 @@ class FaultHook(Hook):
         self.requests: dict[int, FrameFacts] = {}
 
     def holds(self, direction: int) -> bool:
-        return self.engine.holding["request" if direction == DIR_TO_SERVER else "response"]
+        if direction == DIR_TO_SERVER:
+            return self.engine.holding["request"]
+        # answers are held only while a request a response rule may match waits for one (checked on a
+        # frame boundary: such a request was remembered before its answer's first byte came)
+        return bool(self.requests) and self.engine.holding["response"]
 
     def observe(self, direction: int, frames: list[bytes], flags: int, out: list[Command]) -> None:
         # requests that were not held (no request rule) are remembered here, held ones in frame()
