@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import socket
+import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -209,3 +211,11 @@ def call(
             for event in conn.receive_data(data):
                 if isinstance(event, ResponseReceived):
                     return event.command
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Poll ``condition`` (real time: for what another process or thread does) until it holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout:.0f}s waiting for {what}"
+        time.sleep(0.1)

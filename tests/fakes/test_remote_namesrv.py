@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ import pytest
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.fakes.pytest_plugin import READY_PATTERN
-from tests.fakes.helpers import call
+from tests.fakes.helpers import call, wait_until
 
 if TYPE_CHECKING:
     from rmqtwin.conformance.java_client import JavaClient
@@ -60,13 +59,6 @@ def twin_addrs(namesrv_addr: str) -> dict[int, str]:
     assert isinstance(table, dict)
     entry = table.get(TWIN_BROKER) or {}
     return {int(k): str(v) for k, v in (entry.get("brokerAddrs") or {}).items()}
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out after {timeout:.0f}s waiting for {what}"
-        time.sleep(0.1)
 
 
 @pytest.fixture
