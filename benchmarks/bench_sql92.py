@@ -18,8 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rmqtwin.fakes.broker.filter import SqlMessageFilter
-from rmqtwin.fakes.broker.pull import TagMessageFilter, build_subscription_data
+from rmqtwin.fakes.broker.filter import SqlMessageFilter, TagMessageFilter, build_subscription_data
 from rmqtwin.fakes.broker.sql92 import compile_selector, matches
 from rmqtwin.store_mirror.message_store import DefaultMessageStore, MessageStoreConfig, PutMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string

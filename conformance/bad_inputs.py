@@ -266,6 +266,24 @@ def _more_request_cases(topic: str, group: str, client: str) -> Iterator[Case]:
         "HEART_BEAT without a body",
         _request(RequestCode.HEART_BEAT, {}, client=client),
     )
+    for name, what, body in (
+        ("string", "a JSON string", b'"heartbeat"'),
+        ("array", "a JSON array", b"[1,2]"),
+        ("null-consumer", "a null consumer", b'{"clientID":"c","consumerDataSet":[null]}'),
+        ("consumer-string", "a consumer that is a string", b'{"clientID":"c","consumerDataSet":["x"]}'),
+        ("no-group", "a consumer without a group name", b'{"clientID":"c","consumerDataSet":[{}]}'),
+        (
+            "no-topic",
+            "a subscription without a topic",
+            b'{"clientID":"c","consumerDataSet":[{"groupName":"CG_bad_inputs_hb","subscriptionDataSet":[{}]}]}',
+        ),
+        ("producer-no-group", "a producer without a group name", b'{"clientID":"c","producerDataSet":[{}]}'),
+    ):
+        yield Case(
+            f"heartbeat-{name}-c{client}",
+            f"HEART_BEAT whose body is {what} (fuzz finding)",
+            _request(RequestCode.HEART_BEAT, {}, body, client=client),
+        )
     yield Case(
         f"consumer-list-unknown-group-c{client}",
         "GET_CONSUMER_LIST_BY_GROUP of a group nobody joined",

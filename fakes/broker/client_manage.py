@@ -9,15 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rmqtwin.codec import fastjson
 from rmqtwin.codec.bodies import (
     GetConsumerListByGroupResponseBody,
+    HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
     UnlockBatchRequestBody,
 )
 from rmqtwin.codec.codes import RequestCode, ResponseCode, language_name
-from rmqtwin.codec.errors import FastjsonError
+from rmqtwin.codec.errors import BodyError
 from rmqtwin.codec.headers import (
     EmptyHeader,
     GetConsumerListByGroupRequestHeader,
@@ -27,7 +27,7 @@ from rmqtwin.codec.headers import (
 )
 from rmqtwin.fakes.broker.clients import ClientChannelInfo
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
-from rmqtwin.fakes.dispatch import Channel, decode_header, request_command, response
+from rmqtwin.fakes.dispatch import NULL_KEY_NPE, Channel, decode_header, request_command, response
 
 if TYPE_CHECKING:
     from twisted.internet.interfaces import IReactorTime
@@ -63,18 +63,27 @@ class ClientManageProcessor:
             # Both lines decode a null body into a null HeartbeatData and fail on it.
             return response(ResponseCode.SYSTEM_ERROR, "java.lang.NullPointerException")
         try:
-            data = fastjson.loads(request.body)
-        except FastjsonError as exc:
+            data = HeartbeatData.decode(request.body)
+        except BodyError as exc:
             library = "fastjson2" if self.config.five else "fastjson"
             return response(ResponseCode.SYSTEM_ERROR, f"com.alibaba.{library}.JSONException: {exc}")
-        info = self._channel_info(channel, request, str(data.get("clientID", "")))
-        for consumer in data.get("consumerDataSet") or []:
-            group = consumer["groupName"]
+        consumers = data.consumer_data_set or []
+        producers = data.producer_data_set or []
+        # A null element, group name or subscribed topic is first used as a table key: an NPE on both lines.
+        if any(c is None or c.group_name is None for c in consumers) or any(
+            p is None or p.group_name is None for p in producers
+        ):
+            return response(ResponseCode.SYSTEM_ERROR, NULL_KEY_NPE)
+        if any(s is None or s.topic is None for c in consumers for s in c.subscription_data_set or []):
+            return response(ResponseCode.SYSTEM_ERROR, NULL_KEY_NPE)
+        info = self._channel_info(channel, request, str(data.client_id or ""))
+        for consumer in consumers:
+            group = consumer.group_name
             group_config = self.groups.find(group)
             notify = True
             if group_config is not None:
                 notify = group_config.notify_consumer_ids_changed_enable
-                sys_flag = 2 if consumer.get("unitMode") else 0
+                sys_flag = 2 if consumer.unit_mode else 0
                 self.topics.create_in_send_back_method(
                     RETRY_GROUP_TOPIC_PREFIX + group,
                     group_config.retry_queue_nums,
@@ -84,14 +93,14 @@ class ClientManageProcessor:
             self.consumers.register(
                 group,
                 info,
-                consume_type=consumer.get("consumeType", "CONSUME_PASSIVELY"),
-                model=consumer.get("messageModel", "CLUSTERING"),
-                from_where=consumer.get("consumeFromWhere", "CONSUME_FROM_LAST_OFFSET"),
-                subscriptions=list(consumer.get("subscriptionDataSet") or []),
+                consume_type=consumer.consume_type or "CONSUME_PASSIVELY",
+                model=consumer.message_model or "CLUSTERING",
+                from_where=consumer.consume_from_where or "CONSUME_FROM_LAST_OFFSET",
+                subscriptions=list(consumer.subscription_data_set or []),
                 notify_enabled=notify and self.config.notify_consumer_ids_changed_enable,
             )
-        for producer in data.get("producerDataSet") or []:
-            self.producers.register(producer["groupName"], info)
+        for producer in producers:
+            self.producers.register(producer.group_name, info)
         if not self.config.five:
             return response()
         # 5.x offers heartbeat v2 to every client of the v1 path, and reports the subscription changed

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmqtwin.codec.bodies import MessageQueue
+from rmqtwin.codec.bodies import MessageQueue, SubscriptionData
 
 CHANNEL_EXPIRED_TIMEOUT = 120.0
 LOCK_MAX_LIVE_TIME = 60.0
@@ -34,7 +34,7 @@ class ConsumerGroupInfo:
     message_model: str = "CLUSTERING"
     consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
     channels: dict[Any, ClientChannelInfo] = field(default_factory=dict)
-    subscriptions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
     last_update: float = 0.0
 
     def update_channel(self, info: ClientChannelInfo, consume_type: str, model: str, from_where: str) -> bool:
@@ -48,16 +48,16 @@ class ConsumerGroupInfo:
         self.last_update = info.last_update
         return updated
 
-    def update_subscription(self, subs: list[dict[str, Any]], now: float) -> bool:
+    def update_subscription(self, subs: list[SubscriptionData], now: float) -> bool:
         updated = False
-        topics = {s["topic"] for s in subs}
+        topics = {s.topic for s in subs}
         for sub in subs:
-            old = self.subscriptions.get(sub["topic"])
+            old = self.subscriptions.get(sub.topic)
             if old is None:
-                self.subscriptions[sub["topic"]] = sub
+                self.subscriptions[sub.topic] = sub
                 updated = True
-            elif int(sub.get("subVersion", 0)) > int(old.get("subVersion", 0)):
-                self.subscriptions[sub["topic"]] = sub
+            elif (sub.sub_version or 0) > (old.sub_version or 0):
+                self.subscriptions[sub.topic] = sub
         for topic in [t for t in self.subscriptions if t not in topics]:
             del self.subscriptions[topic]
             updated = True
@@ -83,7 +83,7 @@ class ConsumerManager:
         consume_type: str,
         model: str,
         from_where: str,
-        subscriptions: list[dict[str, Any]],
+        subscriptions: list[SubscriptionData],
         notify_enabled: bool = True,
     ) -> bool:
         group_info = self.groups.get(group)
@@ -126,7 +126,7 @@ class ConsumerManager:
                 del self.groups[group]
         return expired
 
-    def find_subscription(self, group: str, topic: str) -> dict[str, Any] | None:
+    def find_subscription(self, group: str, topic: str) -> SubscriptionData | None:
         group_info = self.groups.get(group)
         return None if group_info is None else group_info.subscriptions.get(topic)
 

@@ -24,8 +24,6 @@ from rmqtwin.codec.bodies import (
     QueryConsumeTimeSpanBody,
     QueryCorrectionOffsetBody,
     QueueTimeSpan,
-    SubscriptionData,
-    from_value,
 )
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import (
@@ -221,7 +219,7 @@ class ConsumeAdminProcessor:
             if subscription is None:
                 body.filter_data = f"{header.consumer_group}@{topic} is not online!"
             else:
-                body.subscription_data = from_value(SubscriptionData, subscription)
+                body.subscription_data = subscription
                 body.filter_data = "null"  # no ConsumerFilterData for tag subscriptions
         if queue.get_index_buffer(header.index) is None:
             return response(remark=f"Index {header.index} of {header.queue_id}@{topic} is not exist!")

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rmqtwin.codec import fastjson
+from rmqtwin.codec.bodies import CheckClientRequestBody, SubscriptionData
 from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.codec.java import java_string_hash
 from rmqtwin.codec.message import read_record_properties
 from rmqtwin.fakes.broker.sql92 import Expression, SelectorParseError, compile_selector, matches
 from rmqtwin.fakes.dispatch import Channel, response
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 EXPRESSION_TYPE_TAG = "TAG"
 EXPRESSION_TYPE_SQL92 = "SQL92"
+SUB_ALL = "*"
 
 
 class FilterError(Exception):
@@ -44,6 +46,50 @@ def grammar_version(five: bool) -> int:
 def is_tag_type(expression_type: str | None) -> bool:
     """``ExpressionType.isTagType``: null, empty and ``TAG`` are tag subscriptions."""
     return not expression_type or expression_type == EXPRESSION_TYPE_TAG
+
+
+def build_subscription_data(
+    topic: str, sub_string: str | None, expression_type: str | None = EXPRESSION_TYPE_TAG
+) -> SubscriptionData:
+    """``FilterAPI.buildSubscriptionData``: tag set and their Java hash codes."""
+    data = SubscriptionData(
+        topic=topic, sub_string=sub_string or SUB_ALL, expression_type=expression_type or EXPRESSION_TYPE_TAG
+    )
+    if data.sub_string == SUB_ALL:
+        return data
+    for raw in data.sub_string.split("||"):
+        tag = raw.strip()
+        if tag and tag not in data.tags_set:
+            data.tags_set.append(tag)
+            data.code_set.append(java_string_hash(tag))
+    return data
+
+
+def _to_int32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - 0x100000000 if value & 0x80000000 else value
+
+
+class TagMessageFilter:
+    """``ExpressionMessageFilter`` for TAG subscriptions: matches consume-queue tag hash codes."""
+
+    def __init__(self, subscription: SubscriptionData | None) -> None:
+        self.all = subscription is None or subscription.sub_string in (None, "", SUB_ALL)
+        codes = [] if subscription is None else subscription.code_set or []
+        self.codes = {int(c) for c in codes}
+
+    def is_matched_by_consume_queue(self, tags_code: int | None, cq_ext: object | None = None) -> bool:
+        if self.all or tags_code is None:
+            return True
+        return _to_int32(tags_code) in self.codes
+
+    def is_matched_by_commit_log(
+        self, msg_buffer: bytes | None = None, properties: dict[str, str] | None = None
+    ) -> bool:
+        return True
+
+    def __call__(self, tags_code: int | None) -> bool:
+        return self.is_matched_by_consume_queue(tags_code)
 
 
 class SqlMessageFilter:
@@ -70,20 +116,20 @@ class SqlMessageFilter:
         return matches(self.expression, props)
 
 
-def compile_subscription(subscription: Mapping[str, Any], five: bool) -> Expression:
+def compile_subscription(subscription: SubscriptionData, five: bool) -> Expression:
     """``FilterFactory.get(type).compile(subString)``; raises SelectorParseError."""
-    expression_type = subscription.get("expressionType")
+    expression_type = subscription.expression_type
     if expression_type != EXPRESSION_TYPE_SQL92:  # FilterFactory has no such type: Java 17's NPE text
         raise SelectorParseError(
             'Cannot invoke "org.apache.rocketmq.filter.FilterSpi.compile(String)" because the return '
             'value of "org.apache.rocketmq.filter.FilterFactory.get(String)" is null'
         )
-    return compile_selector(str(subscription.get("subString") or ""), grammar_version(five))
+    return compile_selector(str(subscription.sub_string or ""), grammar_version(five))
 
 
 def message_filter_for(
-    subscription: Mapping[str, Any], five: bool, *, from_request: bool, strict: bool = False
-) -> Any:
+    subscription: SubscriptionData, five: bool, *, from_request: bool, strict: bool = False
+) -> TagMessageFilter | SqlMessageFilter:
     """The pull's message filter: tags for TAG subscriptions, the compiled selector for SQL92.
 
     ``from_request``: the subscription came with the pull. When it does not compile, real 4.9.7 and
@@ -92,11 +138,9 @@ def message_filter_for(
     twin-only key) asks for ``SUBSCRIPTION_PARSE_FAILED``. Otherwise it is the heartbeat's, whose
     failed compile left no filter data (``FILTER_DATA_NOT_EXIST``).
     """
-    if is_tag_type(subscription.get("expressionType")):
-        from rmqtwin.fakes.broker.pull import TagMessageFilter
-
-        return TagMessageFilter(dict(subscription))
-    if from_request and subscription.get("expressionType") != EXPRESSION_TYPE_SQL92:
+    if is_tag_type(subscription.expression_type):
+        return TagMessageFilter(subscription)
+    if from_request and subscription.expression_type != EXPRESSION_TYPE_SQL92:
         # ConsumerFilterManager.build finds no filter for the type and the pull goes on unfiltered.
         return SqlMessageFilter(None)
     try:
@@ -121,10 +165,10 @@ class ConsumerFilterProcessor:
     config: BrokerConfig
 
     def check_client_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        body = fastjson.loads(request.body) if request.body else None
-        subscription = body.get("subscriptionData") if isinstance(body, dict) else None
-        if isinstance(subscription, dict):
-            expression_type = subscription.get("expressionType")
+        # A null body is a null CheckClientRequestBody, which the processor does not read further.
+        subscription = CheckClientRequestBody.decode(request.body).subscription_data if request.body else None
+        if subscription is not None:
+            expression_type = subscription.expression_type
             if is_tag_type(expression_type):
                 return response()
             if not self.config.enable_property_filter:

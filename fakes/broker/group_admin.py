@@ -20,10 +20,8 @@ from typing import TYPE_CHECKING
 from rmqtwin.codec.bodies import (
     GroupForbidden,
     QuerySubscriptionResponseBody,
-    SubscriptionData,
     SubscriptionGroupList,
     TopicList,
-    from_value,
 )
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.errors import CodecError
@@ -120,7 +118,7 @@ class GroupAdminProcessor:
         body = QuerySubscriptionResponseBody(
             group=header.group,
             topic=header.topic,
-            subscription_data=from_value(SubscriptionData, found) if found is not None else None,
+            subscription_data=found,
         )
         return response(body=body.encode())
 

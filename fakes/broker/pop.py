@@ -44,8 +44,7 @@ from rmqtwin.codec.headers import (
     PopMessageResponseHeader,
 )
 from rmqtwin.codec.message import decode_message_records, encode_message_record
-from rmqtwin.fakes.broker.filter import FilterError, message_filter_for
-from rmqtwin.fakes.broker.pull import build_subscription_data
+from rmqtwin.fakes.broker.filter import FilterError, build_subscription_data, message_filter_for
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX, is_readable
 from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, response, suggest_todo
 from rmqtwin.store_mirror.commitlog import PutMessageStatus

@@ -9,14 +9,13 @@ the injected reactor's, so a ``Clock`` drives it in tests.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from twisted.internet.interfaces import IDelayedCall
 
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import PullMessageRequestHeader, PullMessageResponseHeader
-from rmqtwin.codec.java import java_string_hash
-from rmqtwin.fakes.broker.filter import FilterError, message_filter_for
+from rmqtwin.fakes.broker.filter import FilterError, build_subscription_data, message_filter_for
 from rmqtwin.fakes.broker.group_admin import INDEX_PERM_READ, SUBSCRIPTION_FORBIDDEN
 from rmqtwin.fakes.broker.topics import is_readable, parameter_error
 from rmqtwin.fakes.dispatch import (
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
-SUB_ALL = "*"
 MASTER_ID = 0
 
 _STATUS_CODES = {
@@ -49,56 +47,6 @@ _STATUS_CODES = {
     GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
     GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
 }
-
-
-def build_subscription_data(
-    topic: str, sub_string: str | None, expression_type: str = "TAG"
-) -> dict[str, Any]:
-    """``FilterAPI.buildSubscriptionData``: tag set and their Java hash codes."""
-    data: dict[str, Any] = {
-        "classFilterMode": False,
-        "codeSet": [],
-        "expressionType": expression_type or "TAG",
-        "subString": sub_string,
-        "tagsSet": [],
-        "topic": topic,
-    }
-    if not sub_string or sub_string == SUB_ALL:
-        data["subString"] = SUB_ALL
-        return data
-    for raw in sub_string.split("||"):
-        tag = raw.strip()
-        if tag and tag not in data["tagsSet"]:
-            data["tagsSet"].append(tag)
-            data["codeSet"].append(java_string_hash(tag))
-    return data
-
-
-class TagMessageFilter:
-    """``ExpressionMessageFilter`` for TAG subscriptions: matches consume-queue tag hash codes."""
-
-    def __init__(self, subscription: dict[str, Any] | None) -> None:
-        self.all = subscription is None or subscription.get("subString") in (None, "", SUB_ALL)
-        codes = [] if subscription is None else subscription.get("codeSet") or []
-        self.codes = {int(c) for c in codes}
-
-    def is_matched_by_consume_queue(self, tags_code: int | None, cq_ext: object | None = None) -> bool:
-        if self.all or tags_code is None:
-            return True
-        return _to_int32(tags_code) in self.codes
-
-    def is_matched_by_commit_log(
-        self, msg_buffer: bytes | None = None, properties: dict[str, str] | None = None
-    ) -> bool:
-        return True
-
-    def __call__(self, tags_code: int | None) -> bool:
-        return self.is_matched_by_consume_queue(tags_code)
-
-
-def _to_int32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - 0x100000000 if value & 0x80000000 else value
 
 
 @dataclass
@@ -293,7 +241,7 @@ class PullProcessor:
                     ResponseCode.SUBSCRIPTION_NOT_EXIST,
                     f"the consumer's subscription not exist{suggest_todo(broker.config.five)}",
                 )
-            if int(found.get("subVersion", 0)) < require(header.sub_version, "subVersion"):
+            if found.sub_version < require(header.sub_version, "subVersion"):
                 return response(
                     ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
                 )
@@ -307,7 +255,7 @@ class PullProcessor:
             )
         except FilterError as exc:
             return response(exc.code, exc.remark)
-        expression_type = subscription.get("expressionType") or "TAG"
+        expression_type = subscription.expression_type or "TAG"
         if expression_type != "TAG" and not broker.config.enable_property_filter:
             return response(
                 ResponseCode.SYSTEM_ERROR,

@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from twisted.internet import defer
 from twisted.internet.address import IPv4Address
 from twisted.internet.task import Clock
@@ -148,26 +147,23 @@ def peer(broker: BrokerController, clock: Clock) -> Peer:
 
 
 def heartbeat(p: Peer, group: str, topic: str, sub: str = "*", client_id: str = "127.0.0.1@1") -> None:
-    from rmqtwin.fakes.broker.pull import build_subscription_data
+    from rmqtwin.codec.bodies import ConsumerData, HeartbeatData, ProducerData
+    from rmqtwin.fakes.broker.filter import build_subscription_data
 
     data = build_subscription_data(topic, sub)
-    data["subVersion"] = 1
-    body = orjson.dumps(
-        {
-            "clientID": client_id,
-            "consumerDataSet": [
-                {
-                    "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET",
-                    "consumeType": "CONSUME_PASSIVELY",
-                    "groupName": group,
-                    "messageModel": "CLUSTERING",
-                    "subscriptionDataSet": [data],
-                    "unitMode": False,
-                }
-            ],
-            "producerDataSet": [{"groupName": "CLIENT_INNER_PRODUCER"}],
-        }
+    data.sub_version = 1
+    consumer = ConsumerData(
+        group_name=group,
+        consume_type="CONSUME_PASSIVELY",
+        message_model="CLUSTERING",
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        subscription_data_set=[data],
     )
+    body = HeartbeatData(
+        client_id=client_id,
+        consumer_data_set=[consumer],
+        producer_data_set=[ProducerData(group_name="CLIENT_INNER_PRODUCER")],
+    ).encode()
     answer = p.call(RequestCode.HEART_BEAT, None, body, version=409)
     assert answer.code == ResponseCode.SUCCESS
 

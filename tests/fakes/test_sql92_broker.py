@@ -9,10 +9,16 @@ import orjson
 import pytest
 from twisted.internet.task import Clock
 
+from rmqtwin.codec.bodies import SubscriptionData, from_value
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.message import decode_message_records
 from rmqtwin.fakes.broker.controller import BrokerController
-from rmqtwin.fakes.broker.filter import FilterError, SqlMessageFilter, message_filter_for
+from rmqtwin.fakes.broker.filter import (
+    FilterError,
+    SqlMessageFilter,
+    build_subscription_data,
+    message_filter_for,
+)
 from rmqtwin.fakes.broker.sql92 import compile_selector
 from tests.fakes.helpers import Peer, make_broker, peer, send_v2
 
@@ -39,6 +45,10 @@ def sql_subscription(topic: str, sql: str) -> dict[str, Any]:
         "tagsSet": [],
         "topic": topic,
     }
+
+
+def sql_data(topic: str, sql: str) -> SubscriptionData:
+    return from_value(SubscriptionData, sql_subscription(topic, sql))
 
 
 def heartbeat(p: Peer, group: str, subscription: dict[str, Any], version: int = 409) -> None:
@@ -213,17 +223,17 @@ def test_check_client_config_without_property_filtering(tmp_path: Any) -> None:
 
 
 def test_message_filter_for_picks_by_expression_type() -> None:
-    tag = message_filter_for({"expressionType": "TAG", "subString": "*"}, False, from_request=False)
+    tag = message_filter_for(build_subscription_data(TOPIC, "*"), False, from_request=False)
     assert type(tag).__name__ == "TagMessageFilter"
-    sql = message_filter_for(sql_subscription(TOPIC, "a = 1"), False, from_request=False)
+    sql = message_filter_for(sql_data(TOPIC, "a = 1"), False, from_request=False)
     assert isinstance(sql, SqlMessageFilter)
     assert sql.is_matched_by_consume_queue(123) is True
     assert sql.is_matched_by_commit_log(None, {"a": "1"}) is True
     assert sql.is_matched_by_commit_log(None, {"a": "x"}) is False, "a failed conversion is no match"
-    unfiltered = message_filter_for(sql_subscription(TOPIC, "a ="), False, from_request=True)
+    unfiltered = message_filter_for(sql_data(TOPIC, "a ="), False, from_request=True)
     assert unfiltered.is_matched_by_commit_log(None, {"a": "x"}) is True, "as the reals: no filter"
     with pytest.raises(FilterError) as raised:
-        message_filter_for(sql_subscription(TOPIC, "a ="), False, from_request=True, strict=True)
+        message_filter_for(sql_data(TOPIC, "a ="), False, from_request=True, strict=True)
     assert raised.value.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
     assert compile_selector("a = 1", 4) is compile_selector("a = 1", 4), "compiled once, like Java's cache"
 
