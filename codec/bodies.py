@@ -61,6 +61,8 @@ __all__ = [
     "ProcessQueueInfo",
     "ProducerConnection",
     "ProducerData",
+    "ProducerInfo",
+    "ProducerTableInfo",
     "QueryConsumeQueueResponseBody",
     "QueryConsumeTimeSpanBody",
     "QueryCorrectionOffsetBody",
@@ -599,6 +601,24 @@ class ProducerConnection(Body):
     """GET_PRODUCER_CONNECTION_LIST body."""
 
     connection_set: list[Connection] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class ProducerInfo(Body):
+    """One producer channel of GET_ALL_PRODUCER_INFO; ``language`` is the LanguageCode name."""
+
+    client_id: str | None = None
+    remote_ip: str | None = _wire("remoteIP")
+    language: str | None = None
+    version: int = 0
+    last_update_timestamp: int = 0
+
+
+@dataclass(slots=True, kw_only=True)
+class ProducerTableInfo(Body):
+    """GET_ALL_PRODUCER_INFO body (``mqadmin producer``): producer channels by group."""
+
+    data: dict[str, list[ProducerInfo]] = field(default_factory=dict)
 
 
 @dataclass(slots=True, kw_only=True)

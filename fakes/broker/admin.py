@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import io
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import Deferred
@@ -16,12 +18,20 @@ from twisted.internet.defer import Deferred
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.bodies import (
     Connection,
+    ConsumerConnection,
+    ConsumeStats,
     CreateTopicListRequestBody,
     GroupList,
     KVTable,
+    MessageQueue,
+    OffsetWrapper,
     ProducerConnection,
+    ProducerInfo,
+    ProducerTableInfo,
     SubscriptionGroupConfig,
     TopicList,
+    TopicOffset,
+    TopicStatsTable,
 )
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import (
@@ -51,21 +61,39 @@ from rmqtwin.fakes.dispatch import NOT_SET_REMARK, NULL_KEY_NPE, Channel, decode
 from rmqtwin.store_mirror.config import TopicConfig
 
 if TYPE_CHECKING:
+    from rmqtwin.codec.bodies import DataVersion
     from rmqtwin.codec.command import RemotingCommand
-    from rmqtwin.fakes.broker.clients import ClientChannelInfo
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.broker.clients import ClientChannelInfo, ConsumerManager, ProducerManager
+    from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
+    from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable
+    from rmqtwin.fakes.broker.stats import BrokerStats
+    from rmqtwin.fakes.broker.topics import TopicTable
+    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.store_mirror.message_store import MessageStore
 
 CONFIG_BLACK_LIST = ("configBlackList", "brokerConfigPath")
 
 
+@dataclass(eq=False, kw_only=True)
 class AdminProcessor:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
+    config: BrokerConfig
+    config_data_version: DataVersion
+    boot_time_ms: int
+    topics: TopicTable
+    groups: SubscriptionGroupTable
+    offsets: ConsumerOffsetTable
+    consumers: ConsumerManager
+    producers: ProducerManager
+    stats: BrokerStats
+    store: MessageStore
+    put_topics: Callable[[list[TopicConfig]], Deferred[Any] | None]
+    """Stores topic configs; the name-server registration they started (None: none)."""
+    delete_topic: Callable[[str], None]
+    config_changed: Callable[[], None]
+    """broker.conf was updated: the config data version moves on."""
 
-    def _mq(self, topic: str, queue_id: int) -> fastjson.ObjectKey:
-        return fastjson.ObjectKey(
-            {"brokerName": self.broker.config.broker_name, "queueId": queue_id, "topic": topic}
-        )
+    def _mq(self, topic: str, queue_id: int) -> MessageQueue:
+        return MessageQueue(topic=topic, broker_name=self.config.broker_name, queue_id=queue_id)
 
     # -- topics ---------------------------------------------------------------------------------
     def update_and_create_topic(
@@ -75,7 +103,7 @@ class AdminProcessor:
         header = from_ext_fields(CreateTopicRequestHeader, {"order": "false", **(request.ext_fields or {})})
         topic = header.topic
         # 4.9.7 answers a bad name SYSTEM_ERROR; 5.5.0 INVALID_PARAMETER (the emulated line decides).
-        five = self.broker.config.five
+        five = self.config.five
         problem = validate_topic(topic, five=five)
         if problem is not None:
             return response(parameter_error(five), problem)
@@ -91,7 +119,7 @@ class AdminProcessor:
             header.topic_sys_flag or 0,
             header.order if five else False,
         )
-        existing = self.broker.topics.get(topic)
+        existing = self.topics.get(topic)
         if five:
             try:
                 requested = parse_to_map(header.attributes)
@@ -103,10 +131,8 @@ class AdminProcessor:
                 return response(ResponseCode.SYSTEM_ERROR, str(exc))
         elif existing is not None and existing.attributes is not None:
             config.attributes = existing.attributes  # a 4.9 request leaves 5.x attributes alone
-        self.broker.registration = None
-        self.broker.topics.put(config)
+        registration = self.put_topics([config])
         answer = response(remark=NOT_SET_REMARK)
-        registration = self.broker.registration
         if registration is None:
             return answer
         # As Java's registerIncrementBrokerData: the answer follows the name servers' acknowledgements
@@ -118,7 +144,7 @@ class AdminProcessor:
     ) -> RemotingCommand | Deferred[RemotingCommand]:
         """5.x UPDATE_AND_CREATE_TOPIC_LIST (``mqadmin updateTopicList``): every name checked first; as
         5.5.0, a config identical to the one held answers SUCCESS at once, the rest of the list unread."""
-        if not self.broker.config.five:
+        if not self.config.five:
             return _not_supported(request)
         if not request.body:
             return response(ResponseCode.SYSTEM_ERROR, _NO_TOPIC_LIST_NPE)
@@ -133,13 +159,10 @@ class AdminProcessor:
                 return response(ResponseCode.INVALID_PARAMETER, conflict)
             if (wanted.attributes or {}).get("+" + MESSAGE_TYPE) == "MIXED":
                 return response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
-            held = self.broker.topics.get(wanted.topic_name)
+            held = self.topics.get(wanted.topic_name)
             if held == _store_topic_config(wanted):
                 return answer
-        self.broker.registration = None
-        for wanted in configs:
-            self.broker.topics.put(_store_topic_config(wanted))
-        registration = self.broker.registration
+        registration = self.put_topics([_store_topic_config(wanted) for wanted in configs])
         return answer if registration is None else registration.addBoth(lambda _: answer)
 
     def delete_topic_in_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -149,49 +172,45 @@ class AdminProcessor:
             return response(ResponseCode.SYSTEM_ERROR, problem)
         if is_system_topic(topic):
             return response(ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
-        self.broker.delete_topic(topic)
+        self.delete_topic(topic)
         return response()
 
     def get_all_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         return response(
-            body=fastjson.dumps(
-                self.broker.topics.serialize_wrapper(), quote_int_keys=False, sort_map_keys=True
-            )
+            body=fastjson.dumps(self.topics.serialize_wrapper(), quote_int_keys=False, sort_map_keys=True)
         )
 
     def get_topic_stats_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         topic = decode_header(request, GetTopicStatsInfoRequestHeader).topic
-        config = self.broker.topics.get(topic)
+        config = self.topics.get(topic)
         if config is None:
             return response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
-        store = self.broker.store
+        store = self.store
         table: dict[Any, Any] = {}
         # 4.9.x lists the write queues; 5.x every queue, read or write (a topic being shrunk has
         # readable queues no producer writes to any more).
         queues = config.write_queue_nums
-        if self.broker.config.five:
+        if self.config.five:
             queues = max(queues, config.read_queue_nums)
         for queue_id in range(queues):
             low = max(0, store.get_min_offset_in_queue(topic, queue_id))
             high = max(0, store.get_max_offset_in_queue(topic, queue_id))
             timestamp = store.get_message_store_timestamp(topic, queue_id, high - 1) if high > 0 else 0
-            table[self._mq(topic, queue_id)] = {
-                "lastUpdateTimestamp": timestamp,
-                "maxOffset": high,
-                "minOffset": low,
-            }
-        return response(body=fastjson.dumps({"offsetTable": table}))
+            table[self._mq(topic, queue_id)] = TopicOffset(
+                min_offset=low, max_offset=high, last_update_timestamp=timestamp
+            )
+        return response(body=TopicStatsTable(offset_table=table).encode())
 
     def query_topic_consume_by_who(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         topic = decode_header(request, QueryTopicConsumeByWhoRequestHeader).topic
-        groups = set(self.broker.consumers.groups_by_topic(topic))
-        groups |= self.broker.offsets.which_group_by_topic(topic)
+        groups = set(self.consumers.groups_by_topic(topic))
+        groups |= self.offsets.which_group_by_topic(topic)
         return response(body=GroupList(group_list=sorted(groups)).encode())
 
     def get_system_topic_list_from_broker(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
-        topics = [t for t in self.broker.topics.table if is_system_topic(t)]
+        topics = [t for t in self.topics.table if is_system_topic(t)]
         return response(body=TopicList(topic_list=topics).encode())
 
     # -- groups and clients -------------------------------------------------------------------
@@ -201,50 +220,48 @@ class AdminProcessor:
         if request.body:
             config = SubscriptionGroupConfig.decode(request.body)
             if config.group_name:
-                self.broker.groups.put(config)
+                self.groups.put(config)
         return response()
 
     def get_all_subscription_group_config(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
-        return response(
-            body=fastjson.dumps(self.broker.groups.encode(), quote_int_keys=False, sort_map_keys=True)
-        )
+        return response(body=fastjson.dumps(self.groups.encode(), quote_int_keys=False, sort_map_keys=True))
 
     def delete_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, DeleteSubscriptionGroupRequestHeader)
         group = header.group_name
-        self.broker.groups.delete(group)
+        self.groups.delete(group)
         if header.remove_offset or header.clean_offset:
-            self.broker.offsets.remove_offset(group)
+            self.offsets.remove_offset(group)
         return response()
 
     def get_consume_stats(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        broker = self.broker
         header = decode_header(request, GetConsumeStatsRequestHeader)
         group, topic = header.consumer_group, header.topic
-        topics = {topic} if topic and topic.strip() else broker.offsets.which_topic_by_consumer(group)
-        table: dict[Any, Any] = {}
-        group_info = broker.consumers.groups.get(group)
+        topics = {topic} if topic and topic.strip() else self.offsets.which_topic_by_consumer(group)
+        table: dict[MessageQueue, OffsetWrapper] = {}
+        group_info = self.consumers.groups.get(group)
         for name in sorted(topics):
-            config = broker.topics.get(name)
+            config = self.topics.get(name)
             if config is None:
                 continue
             if group_info is not None and group_info.subscriptions and name not in group_info.subscriptions:
                 continue
             for queue_id in range(config.read_queue_nums):
-                broker_offset = max(0, broker.store.get_max_offset_in_queue(name, queue_id))
-                consumer_offset = max(0, broker.offsets.query_offset(group, name, queue_id))
-                wrapper: dict[str, Any] = {"brokerOffset": broker_offset, "consumerOffset": consumer_offset}
+                broker_offset = max(0, self.store.get_max_offset_in_queue(name, queue_id))
+                consumer_offset = max(0, self.offsets.query_offset(group, name, queue_id))
                 last = 0
                 if consumer_offset - 1 >= 0:
-                    last = broker.store.get_message_store_timestamp(name, queue_id, consumer_offset - 1)
-                wrapper["lastTimestamp"] = last if last > 0 else 0
-                if broker.config.five:  # how far the group pulled: mqadmin consumerProgress's #Inflight
-                    pulled = broker.offsets.query_pull_offset(group, name, queue_id)
-                    wrapper["pullOffset"] = max(consumer_offset, pulled)
+                    last = self.store.get_message_store_timestamp(name, queue_id, consumer_offset - 1)
+                wrapper = OffsetWrapper(
+                    broker_offset=broker_offset, consumer_offset=consumer_offset, last_timestamp=max(0, last)
+                )
+                if self.config.five:  # how far the group pulled: mqadmin consumerProgress's #Inflight
+                    pulled = self.offsets.query_pull_offset(group, name, queue_id)
+                    wrapper.pull_offset = max(consumer_offset, pulled)
                 table[self._mq(name, queue_id)] = wrapper
-        return response(body=fastjson.dumps({"consumeTps": 0.0, "offsetTable": table}))
+        return response(body=ConsumeStats(offset_table=table).encode())
 
     def _connection(self, info: ClientChannelInfo) -> Connection:
         return Connection(
@@ -256,21 +273,21 @@ class AdminProcessor:
 
     def get_consumer_connection_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         group = decode_header(request, GetConsumerConnectionListRequestHeader).consumer_group
-        info = self.broker.consumers.groups.get(group)
+        info = self.consumers.groups.get(group)
         if info is None:
             return response(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
-        body = {
-            "connectionSet": [self._connection(c) for c in info.channels.values()],
-            "consumeFromWhere": info.consume_from_where,
-            "consumeType": info.consume_type,
-            "messageModel": info.message_model,
-            "subscriptionTable": info.subscriptions,
-        }
+        body = ConsumerConnection(
+            connection_set=[self._connection(c) for c in info.channels.values()],
+            subscription_table=info.subscriptions,
+            consume_type=info.consume_type,
+            message_model=info.message_model,
+            consume_from_where=info.consume_from_where,
+        )
         return response(body=fastjson.dumps(body, quote_int_keys=False, sort_map_keys=True))
 
     def get_producer_connection_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         group = decode_header(request, GetProducerConnectionListRequestHeader).producer_group
-        channels = self.broker.producers.groups.get(group)
+        channels = self.producers.groups.get(group)
         if channels is None:
             return response(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
         connections = [self._connection(c) for c in channels.values()]
@@ -280,28 +297,28 @@ class AdminProcessor:
         """``mqadmin producer -b``: every producer channel by group (``ProducerTableInfo``)."""
         data = {
             group: [
-                {
-                    "clientId": info.client_id,
-                    "language": info.language,
-                    "lastUpdateTimestamp": int(info.last_update * 1000),
-                    "remoteIP": f"/{info.channel.remote_addr}",
-                    "version": info.version,
-                }
+                ProducerInfo(
+                    client_id=info.client_id,
+                    remote_ip=f"/{info.channel.remote_addr}",
+                    language=info.language,
+                    version=info.version,
+                    last_update_timestamp=int(info.last_update * 1000),
+                )
                 for info in channels.values()
             ]
-            for group, channels in self.broker.producers.groups.items()
+            for group, channels in self.producers.groups.items()
         }
-        return response(body=fastjson.dumps({"data": data}, quote_int_keys=False, sort_map_keys=True))
+        body = ProducerTableInfo(data=data)
+        return response(body=fastjson.dumps(body, quote_int_keys=False, sort_map_keys=True))
 
     # -- broker ---------------------------------------------------------------------------------
     def get_broker_runtime_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        broker = self.broker
-        stats = broker.stats
+        stats = self.stats
         now_ms = int(time.time() * 1000)
-        store = broker.store
-        table = {"brokerVersionDesc": broker.config.server_release}
-        if not broker.config.five:  # 5.5.0 dropped it
-            table["brokerVersion"] = str(broker.config.server_version)
+        store = self.store
+        table = {"brokerVersionDesc": self.config.server_release}
+        if not self.config.five:  # 5.5.0 dropped it
+            table["brokerVersion"] = str(self.config.server_version)
         table |= {
             "msgPutTotalYesterdayMorning": "0",
             "msgPutTotalTodayMorning": "0",
@@ -326,8 +343,8 @@ class AdminProcessor:
             "commitLogMaxOffset": str(_safe(store.get_max_phy_offset, 0)),
             "commitLogDiskRatio": "0.0",
             "consumeQueueDiskRatio": "0.0",
-            "bootTimestamp": str(int(broker.boot_time_ms)),
-            "runtime": _runtime(now_ms - broker.boot_time_ms),
+            "bootTimestamp": str(int(self.boot_time_ms)),
+            "runtime": _runtime(now_ms - self.boot_time_ms),
             "putTps": stats.put_tps(),
             "getFoundTps": stats.get_tps(),
             "getMissTps": "0.00 0.00 0.00",
@@ -346,9 +363,8 @@ class AdminProcessor:
         return response(body=KVTable(table=table).encode())
 
     def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        broker = self.broker
-        text = "".join(f"{k}={v}\n" for k, v in broker.config.to_properties().items())
-        version = fastjson.dumps(broker.config_data_version).decode()
+        text = "".join(f"{k}={v}\n" for k, v in self.config.to_properties().items())
+        version = fastjson.dumps(self.config_data_version).decode()
         return response(ext_fields=GetBrokerConfigResponseHeader(version=version), body=text.encode("utf-8"))
 
     def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -365,17 +381,17 @@ class AdminProcessor:
             return response(ResponseCode.SYSTEM_ERROR, "string2Properties error")
         if any(key in CONFIG_BLACK_LIST for key in props):
             return response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
-        self.broker.config.update(props)
-        self.broker.bump_config_version()
+        self.config.update(props)
+        self.config_changed()
         return response()
 
     def get_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """5.x GET_TOPIC_CONFIG: the ``TopicConfig`` itself (``TopicConfigAndQueueMapping`` without a
         mapping), attributes included; 4.9.7 has no such request."""
-        if not self.broker.config.five:
+        if not self.config.five:
             return _not_supported(request)
         topic = decode_header(request, GetTopicConfigRequestHeader).topic
-        config = self.broker.topics.get(topic)
+        config = self.topics.get(topic)
         if config is None:
             return response(ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {topic}")
         body = dataclasses.replace(config, attributes=config.attributes or {})
@@ -384,13 +400,13 @@ class AdminProcessor:
     def get_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """5.x GET_SUBSCRIPTIONGROUP_CONFIG: the group's config, auto-created when that is on; 4.9.7
         has no such request."""
-        if not self.broker.config.five:
+        if not self.config.five:
             return _not_supported(request)
         group = decode_header(request, GetSubscriptionGroupConfigRequestHeader, strict=False).group
         if group is None:
             # 5.5.0 does not check the field: its group table lookup fails on the null.
             return response(ResponseCode.SYSTEM_ERROR, NULL_KEY_NPE)
-        config = self.broker.groups.find(group)
+        config = self.groups.find(group)
         if config is None:
             return response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker")
         return response(body=fastjson.dumps(with_5x_defaults(config), sort_map_keys=True))
@@ -398,7 +414,7 @@ class AdminProcessor:
     def clone_group_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, CloneGroupOffsetRequestHeader)
         src, dest, topic = header.src_group, header.dest_group, header.topic
-        offsets = self.broker.offsets
+        offsets = self.offsets
         topics = {topic} if topic else offsets.which_topic_by_consumer(src)
         for name in topics:
             for queue_id, offset in offsets.query_offsets(src, name).items():

@@ -51,6 +51,7 @@ from rmqtwin.fakes.namesrv_client import NamesrvClient
 from rmqtwin.store_mirror.commitlog import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
+    from rmqtwin.store_mirror.config import TopicConfig
     from rmqtwin.store_mirror.message_store import MessageStore
 
 log = Logger()
@@ -140,7 +141,21 @@ class BrokerController:
             producers=self.producers,
             locks=self.locks,
         )
-        self.admin = AdminProcessor(self)
+        self.admin = AdminProcessor(
+            config=config,
+            config_data_version=self.config_data_version,
+            boot_time_ms=self.boot_time_ms,
+            topics=self.topics,
+            groups=self.groups,
+            offsets=self.offsets,
+            consumers=self.consumers,
+            producers=self.producers,
+            stats=self.stats,
+            store=self.store,
+            put_topics=self.put_topics,
+            delete_topic=self.delete_topic,
+            config_changed=self.bump_config_version,
+        )
         self.query = QueryProcessor(config=config, store=self.store)
         self.relay = ClientRelayProcessor(
             config=config,
@@ -411,6 +426,13 @@ class BrokerController:
     def _groups_changed(self) -> None:
         if self._started:
             self.persist_groups()
+
+    def put_topics(self, configs: list[TopicConfig]) -> Deferred[Any] | None:
+        """Store topic configs; the name-server registration they started (None: none, or not started)."""
+        self.registration = None
+        for config in configs:
+            self.topics.put(config)
+        return self.registration
 
     def bump_config_version(self) -> None:
         self.config_data_version.next_version(self.now_ms())

@@ -374,6 +374,24 @@ def _cases(line: str) -> list[tuple[str, str, b.Body, str]]:
             b.ProducerConnection(connection_set=[connection]),
             "rt",
         ),
+        (
+            "producer_table",
+            "ProducerTableInfo",
+            b.ProducerTableInfo(
+                data={
+                    "PG": [
+                        b.ProducerInfo(
+                            client_id="127.0.0.1@1",
+                            remote_ip="/127.0.0.1:50000",
+                            language="JAVA",
+                            version=453,
+                            last_update_timestamp=1700000000000,
+                        )
+                    ]
+                }
+            ),
+            "rt",
+        ),
         ("lock", "LockBatchRequestBody", lock, "rt"),
         ("unlock", "UnlockBatchRequestBody", unlock, "rt"),
         ("lock_response", "LockBatchResponseBody", b.LockBatchResponseBody(lock_okmq_set=[MQ0]), "rt"),
