@@ -34,8 +34,20 @@ public final class Main extends Line {
     @Override
     List<String> bodyProperties(Class<?> cls) throws Exception {
         JavaBeanSerializer writer = (JavaBeanSerializer) SerializeConfig.getGlobalInstance().getObjectWriter(cls);
-        Object instance = cls.getDeclaredConstructor().newInstance();
+        Object instance;
+        try {
+            instance = cls.getDeclaredConstructor().newInstance();
+        } catch (NoSuchMethodException e) {
+            // a bean built only through an all-fields constructor (ProducerInfo): its fields left at their defaults
+            instance = unsafe().allocateInstance(cls);
+        }
         return new ArrayList<>(writer.getFieldValuesMap(instance).keySet());
+    }
+
+    private static sun.misc.Unsafe unsafe() throws ReflectiveOperationException {
+        java.lang.reflect.Field field = sun.misc.Unsafe.class.getDeclaredField("theUnsafe");
+        field.setAccessible(true);
+        return (sun.misc.Unsafe) field.get(null);
     }
 
     @Override
