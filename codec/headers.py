@@ -231,14 +231,40 @@ def _to_wire(kind: int, value: Any) -> str:
     return str(int(value))
 
 
+_ENCODERS: dict[type, Callable[[Any], dict[str, str]]] = {}
+
+_WIRE_EXPRESSIONS = {
+    _KIND_STR: "v if type(v) is str else to_wire({kind}, v)",
+    _KIND_INT: "str(v) if type(v) is int else to_wire({kind}, v)",
+    _KIND_LONG: "str(v) if type(v) is int else to_wire({kind}, v)",
+    _KIND_BOOL: '"true" if v else "false"',
+    _KIND_DOUBLE: "to_wire({kind}, v)",
+}
+
+
+def _encoder(cls: type[CommandCustomHeader]) -> Callable[[Any], dict[str, str]]:
+    """``to_ext_fields`` written for ``cls`` (one straight line of code per field), built once: the
+    answer to every send and pull is made with one, and the generic loop cost a call per field."""
+    found = _ENCODERS.get(cls)
+    if found is not None:
+        return found
+    lines = ["def encode(header):", "    ext = {}"]
+    for spec in header_fields(cls):
+        value = _WIRE_EXPRESSIONS[spec.kind].format(kind=spec.kind)
+        lines.append(f"    v = header.{spec.attr}")
+        lines.append("    if v is not None:")
+        lines.append(f"        ext[{spec.wire!r}] = {value}")
+    lines.append("    return ext")
+    names: dict[str, Any] = {"to_wire": _to_wire}
+    exec(compile("\n".join(lines), f"<header encoder {cls.__name__}>", "exec"), names)
+    encoder: Callable[[Any], dict[str, str]] = names["encode"]
+    _ENCODERS[cls] = encoder
+    return encoder
+
+
 def to_ext_fields(header: CommandCustomHeader) -> dict[str, str]:
     """``makeCustomHeaderToNet``: every non-None field as a string, by its Java name."""
-    ext: dict[str, str] = {}
-    for spec in header_fields(type(header)):
-        value = getattr(header, spec.attr)
-        if value is not None:
-            ext[spec.wire] = _to_wire(spec.kind, value)
-    return ext
+    return _encoder(type(header))(header)
 
 
 class _BadValueError(Exception):
@@ -279,6 +305,8 @@ def _parse_or_default(kind: int, text: str, default: Any) -> Any:
 
 
 _DECODERS: dict[tuple[type, bool, type | None], Callable[[Mapping[str, str]], Any]] = {}
+_SAFE_DIGITS = {_KIND_INT: len(str(_INT_MAX)) - 1, _KIND_LONG: len(str(_LONG_MAX)) - 1}
+"""Digit counts every number of which fits the kind: 9 (< 2^31 - 1), 18 (< 2^63 - 1)."""
 
 
 def _decoder(
@@ -300,10 +328,6 @@ def _decoder(
         "cls": into or cls,
         "missing": HeaderFieldError.missing,
         "parse": _parse_or_raise if strict else _parse_or_default,
-        "INT_MIN": _INT_MIN,
-        "INT_MAX": _INT_MAX,
-        "LONG_MIN": _LONG_MIN,
-        "LONG_MAX": _LONG_MAX,
     }
     lines = ["def decode(ext):", "    get = ext.get"]
     args = []
@@ -322,10 +346,10 @@ def _decoder(
         if spec.kind == _KIND_STR:
             pass
         elif spec.kind in (_KIND_INT, _KIND_LONG):
-            low, high = ("INT_MIN", "INT_MAX") if spec.kind == _KIND_INT else ("LONG_MIN", "LONG_MAX")
-            # the common case, plain ASCII digits in range, without the regex; the rest as _parse does
-            fast = f"len({var}) < 19 and {var}.isdigit() and {var}.isascii()"
-            lines.append(f"    elif {fast} and {low} <= int({var}) <= {high}:")
+            # The common case without the regex: plain ASCII digits too few to leave the range (9 for
+            # an int, 18 for a long); signs, longer numbers and the rest as _parse reads them.
+            digits = _SAFE_DIGITS[spec.kind]
+            lines.append(f"    elif len({var}) <= {digits} and {var}.isdigit() and {var}.isascii():")
             lines.append(f"        {var} = int({var})")
             lines.append("    else:")
             lines.append(f"        {var} = parse({spec.kind}, {var}, {fallback})")

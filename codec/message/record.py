@@ -20,6 +20,7 @@ says so; v1 topic length is a signed byte, v2 a short)::
 
 from __future__ import annotations
 
+import dataclasses
 import mmap
 import struct
 from collections.abc import Iterator
@@ -103,6 +104,24 @@ _MIDDLE = {
     (True, True): struct.Struct(">16siq16siiqi"),
 }
 _V6_BITS = MessageSysFlag.BORNHOST_V6_FLAG | MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
+_PORT_OFFSET = struct.Struct(">iq")
+_MESSAGE_EXT_ORDER = (
+    "topic", "flag", "properties", "body", "transaction_id", "queue_id", "store_size", "queue_offset",
+    "sys_flag", "born_timestamp", "born_host", "store_timestamp", "store_host", "msg_id",
+    "commitlog_offset", "body_crc", "reconsume_times", "prepared_transaction_offset", "magic",
+)  # fmt: skip
+if tuple(f.name for f in dataclasses.fields(MessageExt))[: len(_MESSAGE_EXT_ORDER)] != _MESSAGE_EXT_ORDER:
+    raise ImportError("MessageExt's fields moved: decode_message_record builds it positionally")
+
+_HOSTS: dict[bytes, str] = {}
+"""Address text by its bytes: a body's records come from a handful of hosts."""
+
+
+def _host_text(raw: bytes) -> str:
+    text = _host_from_bytes(raw)
+    if len(_HOSTS) < 4096:
+        _HOSTS[raw] = text
+    return text
 
 
 def message_record_length(
@@ -423,25 +442,28 @@ def decode_message_record(
             body = bytes(body_view)
 
     store_ip_bytes = bytes(store_ip)
+    # Positional: keyword construction of these 19 fields cost several times more (3.8 against 0.5 µs),
+    # a third of the whole decode. _MESSAGE_EXT_ORDER pins the order at import.
     msg = MessageExt(
-        topic=topic,
-        flag=flag,
-        properties=properties,
-        body=body,
-        queue_id=queue_id,
-        store_size=total,
-        queue_offset=queue_offset,
-        sys_flag=sys_flag,
-        born_timestamp=born_ts,
-        born_host=(_host_from_bytes(born_ip), born_port),
-        store_timestamp=store_ts,
-        store_host=(_host_from_bytes(store_ip_bytes), store_port),
-        msg_id=(store_ip_bytes + struct.pack(">iq", store_port, commitlog_offset)).hex().upper(),
-        commitlog_offset=commitlog_offset,
-        body_crc=crc,
-        reconsume_times=reconsume,
-        prepared_transaction_offset=prepared,
-        magic=magic,
+        topic,
+        flag,
+        properties,
+        body,
+        None,  # transaction_id
+        queue_id,
+        total,  # store_size
+        queue_offset,
+        sys_flag,
+        born_ts,
+        (_HOSTS.get(born_ip) or _host_text(born_ip), born_port),
+        store_ts,
+        (_HOSTS.get(store_ip_bytes) or _host_text(store_ip_bytes), store_port),
+        (store_ip_bytes + _PORT_OFFSET.pack(store_port, commitlog_offset)).hex().upper(),  # msg_id
+        commitlog_offset,
+        crc,  # body_crc
+        reconsume,
+        prepared,
+        magic,
     )
     return msg, record_end
 
