@@ -26,6 +26,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import Deferred
@@ -74,6 +75,16 @@ class ConnectionClosed(Exception):  # noqa: N818
     """The connection went away while a request was waiting for its response."""
 
 
+@dataclass(slots=True)
+class Traffic:
+    """What a server's connections carried: plain counters moved on the reactor thread (one add per
+    read or write), read by the twin's metrics when they are scraped."""
+
+    opened: int = 0
+    received: int = 0
+    sent: int = 0
+
+
 class RemotingProtocol(Protocol):
     """One remoting connection; implements :class:`~rmqtwin.fakes.dispatch.Channel`."""
 
@@ -105,6 +116,8 @@ class RemotingProtocol(Protocol):
         # read so far), ``None`` once it is done or on a 4.9 server.
         self._preamble: bytes | None = b"" if proxy_protocol else None
         self._detection: Detection | None = None
+        self.traffic = Traffic()
+        """Counted bytes; a server's factory shares its own across its connections."""
 
     # -- Channel -------------------------------------------------------------------------------
     @property
@@ -194,6 +207,7 @@ class RemotingProtocol(Protocol):
 
     def dataReceived(self, data: bytes) -> None:
         self._last_active = self.clock.seconds()
+        self.traffic.received += len(data)
         if self._closing:
             return
         if self._preamble is not None:
@@ -315,6 +329,7 @@ class RemotingProtocol(Protocol):
         data = self.conn.data_to_send()
         if data and self.transport is not None:
             self._last_active = self.clock.seconds()
+            self.traffic.sent += len(data)
             self.transport.write(data)
 
     def _idle_check(self) -> None:
@@ -437,6 +452,7 @@ class RemotingServerFactory(ServerFactory):
         self.proxy_protocol = proxy_protocol
         """5.x servers read an HAProxy PROXY preamble (always: 5.5.0 has no switch for it)."""
         self.channels: set[RemotingProtocol] = set()
+        self.traffic = Traffic()
 
     def buildProtocol(self, addr: Any) -> RemotingProtocol:
         proto = RemotingProtocol(
@@ -448,6 +464,8 @@ class RemotingServerFactory(ServerFactory):
             proxy_protocol=self.proxy_protocol,
         )
         proto.factory = self
+        proto.traffic = self.traffic
+        self.traffic.opened += 1
         self.channels.add(proto)
         return proto
 

@@ -111,6 +111,7 @@ class TwinServer:
                 install_faults(opts.faults, self.namesrv.dispatcher, self.reactor, self.namesrv_address)
             if opts.metrics is not None:
                 opts.metrics.watch(self.namesrv.dispatcher)
+                opts.metrics.watch_server("namesrv", factory)
         if opts.role not in ("both", "broker"):
             return succeed(None)
         return self._start_broker(host_for_clients)
@@ -165,6 +166,7 @@ class TwinServer:
             install_faults(opts.faults, broker.dispatcher, self.reactor, config.broker_addr)
         if opts.metrics is not None:
             opts.metrics.watch(broker.dispatcher)
+            opts.metrics.watch_server("broker", factory)
         if broker.namesrv is not None:
             broker.namesrv.use_tls = opts.tls.client_enabled
         self.broker = broker

@@ -7,10 +7,12 @@ no reput thread), and ``load()`` also performs the start-up reput for records th
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import enum
 import fcntl
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -113,11 +115,40 @@ class QueryMessageResult:
     index_last_update_phyoffset: int = 0
 
 
+FLUSH_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class FlushLatency:
+    """How long commitlog flushes took, as a histogram's buckets (counts per upper bound, the last one
+    unbounded) and sum. Plain numbers written by whichever thread flushes, read when metrics are
+    scraped: the store knows nothing of Prometheus."""
+
+    def __init__(self, bounds: tuple[float, ...] = FLUSH_LATENCY_BUCKETS) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.total_seconds = 0.0
+
+    def observe(self, seconds: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, seconds)] += 1
+        self.total_seconds += seconds
+
+    def cumulative(self) -> list[tuple[float, int]]:
+        """(upper bound, flushes that took at most that long), ``inf`` last."""
+        out = []
+        running = 0
+        for bound, count in zip((*self.bounds, math.inf), self.counts, strict=True):
+            running += count
+            out.append((bound, running))
+        return out
+
+
 class MessageStore(Protocol):
     """Java's ``MessageStore`` interface as far as the broker uses it: what ``BrokerController`` depends on.
 
     Statuses are the enums ``PutMessageStatus`` and ``GetMessageStatus``; compare them by identity.
     """
+
+    flush_latency: FlushLatency
 
     def load(self) -> bool: ...
 
@@ -229,6 +260,8 @@ class DefaultMessageStore:
         self.read_only = read_only
         self._now_ms = now_ms or (lambda: int(time.time() * 1000))
         self._flush = flush
+        self.flush_latency = FlushLatency()
+        """Seconds of each commitlog flush that fsynced something (the twin's flush-latency metric)."""
         self.delay = DelayTimeFn(parse_delay_levels(self.config.message_delay_level))
         self.commit_log = CommitLog(
             os.path.join(store_dir, "commitlog"),
@@ -437,12 +470,19 @@ class DefaultMessageStore:
         return self.commit_log.mapped_file_queue.flushed_where
 
     def flush_commit_log_all(self) -> None:
+        before, started = self.flushed_where(), time.perf_counter()
         self.commit_log.mapped_file_queue.flush_all()
-        self._note_physic_timestamp()
+        self._note_flush(before, started)
 
     def flush_commit_log_periodic(self, thorough: bool) -> None:
         least = 0 if thorough else self.config.flush_commit_log_least_pages
+        before, started = self.flushed_where(), time.perf_counter()
         self.commit_log.flush(least)
+        self._note_flush(before, started)
+
+    def _note_flush(self, before: int, started: float) -> None:
+        if self.flushed_where() > before:  # an fsync ran
+            self.flush_latency.observe(time.perf_counter() - started)
         self._note_physic_timestamp()
 
     def _note_physic_timestamp(self) -> None:
