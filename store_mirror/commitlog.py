@@ -24,7 +24,7 @@ from rmqtwin.codec.message import (
     read_store_timestamp,
     string_to_properties,
 )
-from rmqtwin.store_mirror.mapped_file import MappedFile, MappedFileQueue
+from rmqtwin.store_mirror.mapped_file import COMMITLOG_WARM_CHUNK, MappedFile, MappedFileQueue
 from rmqtwin.store_mirror.record import (
     PROPERTY_DELAY,
     PROPERTY_KEYS,
@@ -111,7 +111,9 @@ class CommitLog:
         read_only: bool = False,
         now_ms: Callable[[], int] | None = None,
     ) -> None:
-        self.mapped_file_queue = MappedFileQueue(store_path, mapped_file_size, read_only=read_only)
+        self.mapped_file_queue = MappedFileQueue(
+            store_path, mapped_file_size, read_only=read_only, warm_chunk=COMMITLOG_WARM_CHUNK
+        )
         self.mapped_file_size = mapped_file_size
         self.max_message_size = max_message_size
         self.delay = delay

@@ -12,12 +12,21 @@ import contextlib
 import logging
 import mmap
 import os
+import sys
 import threading
 from collections.abc import Iterator
+from typing import ClassVar
 
 log = logging.getLogger(__name__)
 
 OS_PAGE_SIZE = 4096
+
+COMMITLOG_WARM_CHUNK = 1 << 20
+"""How far ahead of the commitlog's write position :meth:`MappedFile.append` faults pages in (see
+``MappedFile._warm``). Consume queues append 20 bytes at a time and are not warmed: a chunk per queue
+would allocate a MiB of disk for every queue that ever got a message."""
+
+_MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14+; Python 3.11 lacks the name
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -28,7 +37,12 @@ def offset_to_file_name(offset: int) -> str:
 class MappedFile:
     """One segment: a file of ``file_size`` bytes starting at logical offset ``file_from_offset``."""
 
-    def __init__(self, path: str, file_size: int, read_only: bool = False, create: bool = False) -> None:
+    can_populate: ClassVar[bool] = sys.platform == "linux"
+    """Whether ``MADV_POPULATE_WRITE`` works here (cleared at its first failure)."""
+
+    def __init__(
+        self, path: str, file_size: int, read_only: bool = False, create: bool = False, warm_chunk: int = 0
+    ) -> None:
         self.path = path
         self.file_size = file_size
         self.read_only = read_only
@@ -55,6 +69,9 @@ class MappedFile:
         self.store_timestamp = 0  # store time of the last message appended (checkpoint physicMsgTimestamp)
         self.first_create_in_queue = False
         self._closed = False
+        self.warm_chunk = warm_chunk
+        # pages before this were faulted in writable by ``_warm`` (never, without a chunk)
+        self._warm_end = 0 if warm_chunk else file_size
 
     @property
     def file_name(self) -> str:
@@ -68,9 +85,30 @@ class MappedFile:
         end = pos + len(data)
         if end > self.file_size:
             return False
+        if end > self._warm_end:
+            self._warm(pos, end)
         self.mm[pos:end] = data
         self.wrote_position = end
         return True
+
+    def _warm(self, pos: int, end: int) -> None:
+        """Fault the pages from ``pos`` to one chunk past ``end`` in writable, in one call.
+
+        Java's ``warmMappedFile`` writes zeros over a new file for the same reason: a first write to
+        each page of a sparse mapping is a page fault that allocates the block, and 1 KiB appends paid
+        one every few records (bench_store: 52 against 58-71 µs of CPU per append with it, under load).
+        ``MADV_POPULATE_WRITE`` faults a whole chunk in one system call without changing a byte; where
+        the kernel lacks it (before Linux 5.14) appends fault page by page as before.
+        """
+        start = max(self._warm_end, pos)
+        start -= start % OS_PAGE_SIZE
+        stop = min(self.file_size, end + self.warm_chunk - end % OS_PAGE_SIZE)
+        self._warm_end = stop
+        if MappedFile.can_populate and stop > start:
+            try:
+                self.mm.madvise(_MADV_POPULATE_WRITE, start, stop - start)
+            except OSError:
+                MappedFile.can_populate = False
 
     def select(self, pos: int, size: int | None = None) -> memoryview | None:
         """A view of ``[pos, pos+size)`` (or up to the write position) inside the readable region."""
@@ -135,10 +173,13 @@ class MappedFile:
 class MappedFileQueue:
     """The ordered segments of one directory (the commitlog, or one consume queue)."""
 
-    def __init__(self, store_path: str, mapped_file_size: int, read_only: bool = False) -> None:
+    def __init__(
+        self, store_path: str, mapped_file_size: int, read_only: bool = False, warm_chunk: int = 0
+    ) -> None:
         self.store_path = store_path
         self.mapped_file_size = mapped_file_size
         self.read_only = read_only
+        self.warm_chunk = warm_chunk
         self.mapped_files: list[MappedFile] = []
         self.flushed_where = 0
         self.store_timestamp = 0
@@ -163,7 +204,9 @@ class MappedFileQueue:
                 )
                 return False
             try:
-                mf = MappedFile(path, self.mapped_file_size, read_only=self.read_only)
+                mf = MappedFile(
+                    path, self.mapped_file_size, read_only=self.read_only, warm_chunk=self.warm_chunk
+                )
             except ValueError:
                 return False
             mf.wrote_position = self.mapped_file_size
@@ -189,7 +232,7 @@ class MappedFileQueue:
         if create_offset != -1 and need_create and not self.read_only:
             os.makedirs(self.store_path, exist_ok=True)
             path = os.path.join(self.store_path, offset_to_file_name(create_offset))
-            mf = MappedFile(path, self.mapped_file_size, create=True)
+            mf = MappedFile(path, self.mapped_file_size, create=True, warm_chunk=self.warm_chunk)
             if not self.mapped_files:
                 mf.first_create_in_queue = True
             with self._lock:
