@@ -6,6 +6,9 @@ the peak RSS while loaded, then a real push consumer draining what was sent. Pri
 target and the twin/real ratios against issue 17's targets: send TPS >= 1.5x, p99 <= 0.5x, and the
 server processes' CPU-seconds per 1k messages (user + system from /proc/<pid>/stat; the twin's one
 process against real's name server + broker) <= 0.5x, for the sends and for the push consumer's drain.
+A third row is the twin with ``--metrics-port`` (scraped once after its sends, as a 15 s Prometheus
+interval would): issue 16's metrics cost, <= 3%, as its TPS and CPU per message against the plain twin
+(``--no-metrics-row`` leaves it out).
 
     .venv/bin/python benchmarks/bench_broker.py [--seconds 30] [--threads 16] [--body 1024]
         [--drain 50000] [--version 5] [--profile DIR] [--json FILE]
@@ -21,6 +24,7 @@ import shutil
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,15 +36,15 @@ from rmqtwin.conformance.java_client import JavaClient
 from rmqtwin.conformance.launcher import RealRocketMQ
 from rmqtwin.fakes.pytest_plugin import start_subprocess
 
+Started = tuple[str, Callable[[], list[int]], Callable[[], None], Callable[[], None]]
+"""A started target: name server address, its server processes, stop, and what to do after the sends
+(scrape the metrics)."""
 
-def measure(
-    label: str,
-    start: Callable[[], tuple[str, Callable[[], list[int]], Callable[[], None]]],
-    args: argparse.Namespace,
-) -> dict[str, Any]:
+
+def measure(label: str, start: Callable[[], Started], args: argparse.Namespace) -> dict[str, Any]:
     client = JavaClient(args.version)
     began = time.monotonic()
-    namesrv, pids, stop = start()
+    namesrv, pids, stop, after_sends = start()
     ready_s = time.monotonic() - began
     profile_dir = Path(args.profile) if args.profile and label == "rmqtwin" else None
     try:
@@ -62,6 +66,7 @@ def measure(
                 .check()
                 .summary
             )
+        after_sends()
         send_cpu = cpu_seconds(pids()) - cpu_before
         expect = min(args.drain, int(summary["sent"])) if args.drain else int(summary["sent"])
         cpu_before = cpu_seconds(pids())
@@ -113,26 +118,43 @@ def _profiled(pids: Callable[[], list[int]], directory: Path | None, name: str) 
         print("\n".join(profile_top(directory / name)), flush=True)
 
 
-def start_twin(args: argparse.Namespace) -> tuple[str, Callable[[], list[int]], Callable[[], None]]:
+def start_twin(args: argparse.Namespace, *, metrics: bool = False) -> Started:
     work = tempfile.mkdtemp(prefix="bench-rmqtwin-")
-    twin = start_subprocess(work, broker_conf={"brokerClusterName": "rmqtwin"})
+    serve_args = ("--metrics-port", "0") if metrics else ()
+    twin = start_subprocess(work, broker_conf={"brokerClusterName": "rmqtwin"}, serve_args=serve_args)
     assert twin.process is not None
     pid = twin.process.pid
+    url = next(
+        (
+            part.split("=", 1)[1]
+            for line in twin.output
+            for part in line.split()
+            if part.startswith("metrics=")
+        ),
+        None,
+    )
+    if metrics and url is None:
+        raise RuntimeError("rmqtwin serve --metrics-port printed no metrics URL")
+
+    def scrape() -> None:
+        if url is not None:
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                answer.read()
 
     def stop() -> None:
         twin.stop()
         shutil.rmtree(work, ignore_errors=True)
 
-    return twin.namesrv_addr, lambda: [pid], stop
+    return twin.namesrv_addr, lambda: [pid], stop, scrape
 
 
-def start_real(args: argparse.Namespace) -> tuple[str, Callable[[], list[int]], Callable[[], None]]:
+def start_real(args: argparse.Namespace) -> Started:
     real = RealRocketMQ(args.version).start()
 
     def pids() -> list[int]:
         return [p.process.pid for p in real._processes()]
 
-    return real.namesrv_addr, pids, lambda: real.stop(graceful=False)
+    return real.namesrv_addr, pids, lambda: real.stop(graceful=False), lambda: None
 
 
 COLUMNS = (
@@ -176,18 +198,22 @@ def main(argv: list[str] | None = None) -> int:
         "--version", default="5", help="real RocketMQ line and Java client (default 5 = 5.5.0)"
     )
     parser.add_argument("--profile", help="py-spy the twin while loaded; raw profiles go to this folder")
+    parser.add_argument(
+        "--no-metrics-row", action="store_true", help="leave out the twin with --metrics-port"
+    )
     parser.add_argument("--json", help="write the figures here (for run_all.py)")
     args = parser.parse_args(argv)
     print(f"before: {load_note()}", flush=True)
-    rows = [
-        measure("rmqtwin", lambda: start_twin(args), args),
-        measure(f"real-{args.version}", lambda: start_real(args), args),
-    ]
+    rows = [measure("rmqtwin", lambda: start_twin(args), args)]
+    if not args.no_metrics_row:
+        rows.append(measure("rmqtwin+metrics", lambda: start_twin(args, metrics=True), args))
+    rows.append(measure(f"real-{args.version}", lambda: start_real(args), args))
     widths = [max(len(c), *(len(fmt(r[c])) for r in rows)) for c in COLUMNS]
     print("  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
     for row in rows:
         print("  ".join(fmt(row[c]).rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
-    twin, real = rows
+    twin, real = rows[0], rows[-1]
+    metered = rows[1] if len(rows) == 3 else None
     print(f"after: {load_note()}")
     print()
 
@@ -208,10 +234,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"idle RSS    twin/real = {ratio('idle MiB'):.2f}x")
     print(f"loaded RSS  twin/real = {ratio('loaded MiB'):.2f}x")
     print(f"drain rate  twin/real = {ratio('drain msg/s'):.2f}x")
-    write_figures(
-        args.json,
-        {f"{who} {key}": row[key] for who, row in (("twin", twin), ("real", real)) for key in COLUMNS[1:]},
-    )
+    named = [("twin", twin), ("real", real)]
+    if metered is not None:
+        named.append(("twin metrics", metered))
+        tps_ratio = float(metered["send tps"]) / max(float(twin["send tps"]), 1e-9)
+        cpu_added = float(metered["cpu s/1k sent"]) / max(float(twin["cpu s/1k sent"]), 1e-9) - 1
+        print(
+            f"metrics (twin with --metrics-port, one scrape) vs twin: TPS ratio {tps_ratio:.3f}x, CPU per "
+            f"message {cpu_added * 100:+.1f}% (target <= 3%: {'met' if cpu_added <= 0.03 else 'MISSED'}; "
+            "one unpaired run each, so a few % either way is noise)"
+        )
+    write_figures(args.json, {f"{who} {key}": row[key] for who, row in named for key in COLUMNS[1:]})
     return 0
 
 

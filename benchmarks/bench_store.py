@@ -7,7 +7,9 @@ Targets (issue 17): ASYNC_FLUSH >= 200k msgs/s of 1 KiB on one thread, SYNC_FLUS
 
 Prints, for 1 KiB messages: raw write+fsync of a file of the same size (MB/s), the store in ASYNC_FLUSH
 and SYNC_FLUSH (MB/s, msgs/s, ratio to raw), and how responsive the reactor stays while SYNC_FLUSH
-fsyncs run on the flush thread (delays of a 1 ms heartbeat LoopingCall: median, p99, max).
+fsyncs run on the flush thread (delays of a 1 ms heartbeat LoopingCall: median, p99, max). Each append
+row also gives the process's CPU time per message (user + system, page faults included): on a shared
+machine the msgs/s drift with the load, the CPU per message much less, so compare that across runs.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def make_messages(n: int, body: int) -> list[MessageExtBrokerInner]:
     ]
 
 
-def bench_async(directory: str, n: int, body: int) -> tuple[float, int]:
+def bench_async(directory: str, n: int, body: int) -> tuple[float, int, float]:
     """Append everything, then flush once at the end (what the periodic flush would have done)."""
     from twisted.internet.task import Clock
 
@@ -73,14 +75,16 @@ def bench_async(directory: str, n: int, body: int) -> tuple[float, int]:
     assert store.load()
     store.start()
     msgs = make_messages(n, body)
+    cpu = time.process_time()
     start = time.perf_counter()
     for m in msgs:
         assert store.put_message(m).status is PutMessageStatus.PUT_OK
     store.commit_log.mapped_file_queue.flush_all()
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     size = store.get_max_phy_offset()
     store.shutdown()
-    return elapsed, size
+    return elapsed, size, cpu
 
 
 def _inline(fn: Any) -> Any:
@@ -89,7 +93,7 @@ def _inline(fn: Any) -> Any:
     return defer.succeed(fn())
 
 
-def bench_sync(directory: str, n: int, body: int, in_flight: int) -> tuple[float, int, list[float]]:
+def bench_sync(directory: str, n: int, body: int, in_flight: int) -> tuple[float, int, list[float], float]:
     """``in_flight`` outstanding acknowledgements on the real reactor (fsync on the flush thread)."""
     from twisted.internet import reactor, task
 
@@ -130,14 +134,16 @@ def bench_sync(directory: str, n: int, body: int, in_flight: int) -> tuple[float
         for _ in range(in_flight):
             send()
 
+    cpu = time.process_time()
     start = time.perf_counter()
     reactor.callWhenRunning(begin)
     reactor.run()
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     beat.stop()
     size = store.get_max_phy_offset()
     store.shutdown()
-    return elapsed, size, sorted(gaps)
+    return elapsed, size, sorted(gaps), cpu
 
 
 def main() -> None:
@@ -153,23 +159,24 @@ def main() -> None:
     args = parser.parse_args()
     base = tempfile.mkdtemp(prefix="bench-store-", dir=args.dir)
     try:
-        elapsed, size = bench_async(os.path.join(base, "async"), args.messages, args.body)
+        elapsed, size, cpu = bench_async(os.path.join(base, "async"), args.messages, args.body)
         raw = raw_disk_rate(base, size)
         async_mb = size / elapsed / 1e6
         print(f"messages {args.messages} x {args.body} B body; stored bytes {size}; {load_note()}")
         print(f"raw sequential write+fsync  {raw:8.1f} MB/s")
         print(
             f"ASYNC_FLUSH append          {async_mb:8.1f} MB/s  {args.messages / elapsed:9.0f} msgs/s"
-            f"  ratio to raw {async_mb / raw:5.2f}"
+            f"  ratio to raw {async_mb / raw:5.2f}  CPU {cpu / args.messages * 1e6:6.1f} us/msg"
         )
-        s_elapsed, s_size, gaps = bench_sync(
+        s_elapsed, s_size, gaps, s_cpu = bench_sync(
             os.path.join(base, "sync"), args.sync_messages, args.body, args.in_flight
         )
         sync_mb = s_size / s_elapsed / 1e6
         raw_sync = raw_disk_rate(base, s_size)
         print(
             f"SYNC_FLUSH  append          {sync_mb:8.1f} MB/s  {args.sync_messages / s_elapsed:9.0f} msgs/s"
-            f"  ratio to raw {sync_mb / raw_sync:5.2f}  ({args.in_flight} in flight, group commit)"
+            f"  ratio to raw {sync_mb / raw_sync:5.2f}  CPU {s_cpu / args.sync_messages * 1e6:6.1f} us/msg"
+            f"  ({args.in_flight} in flight, group commit)"
         )
         write_figures(
             args.json,
@@ -181,6 +188,8 @@ def main() -> None:
                 "sync msgs/s": args.sync_messages / s_elapsed,
                 "sync MB/s": sync_mb,
                 "raw sync MB/s": raw_sync,
+                "async cpu us/msg": cpu / args.messages * 1e6,
+                "sync cpu us/msg": s_cpu / args.sync_messages * 1e6,
             },
         )
         p50, p99 = gaps[len(gaps) // 2], gaps[int(len(gaps) * 0.99)]
