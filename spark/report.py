@@ -81,6 +81,7 @@ def build_report(
     spark: SparkSession, root: str | Path, *, start: str | None = None, end: str | None = None
 ) -> dict[str, Any]:
     """Everything the page shows, as plain data (also what ``--json`` writes)."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as sf
 
     root = Path(root)
@@ -131,6 +132,12 @@ def build_report(
     else:
         lo = hi = 0
     if ex is not None:
+        ex = ex.select(
+            "capture", "conn_id", "request_direction", "request_wall_ns", "request_code", "request_code_name",
+            "response_code", "response_code_name", "remark", "latency_ns", "topic", "consumer_group",
+            "queue_id", "queue_offset", "max_offset", "language", "client_version", "client",
+            "response_seq", "unanswered",
+        ).persist(StorageLevel.MEMORY_AND_DISK)  # fmt: skip
         out["clients"] = [
             r.asDict()
             for r in ex.where("request_direction = 0 AND language IS NOT NULL")
@@ -195,8 +202,9 @@ def build_report(
         )
         out["lag"] = [(r["b"], r["series"], r["lag"]) for r in lag]
     if msgs is not None:
-        sizes = msgs.where("event = 'sent'").select("body_length").collect()
-        out["sizes"] = [r["body_length"] for r in sizes]
+        msgs = msgs.select("event", "msg_id", "topic", "group", "client", "wall_ns", "body_length")
+        msgs = msgs.persist(StorageLevel.MEMORY_AND_DISK)
+        out["sizes"] = _size_histogram(msgs.where("event = 'sent'"))
         sent = msgs.where("event = 'sent'").select("msg_id", "topic", sf.col("wall_ns").alias("sent_ns"))
         first = (
             msgs.where("event = 'delivered'")
@@ -234,7 +242,30 @@ def build_report(
             .limit(20)
             .collect()
         ]
+        msgs.unpersist()
+    if ex is not None:
+        ex.unpersist()
     return out
+
+
+SIZE_BINS = 50
+
+
+def _size_histogram(sent: DataFrame) -> dict[str, Any]:
+    """The sent bodies' sizes in :data:`SIZE_BINS` equal bins between the smallest and the largest,
+    counted by Spark (``edges``, ``counts``): only the bins come to the driver."""
+    from pyspark.sql import functions as sf
+
+    lo, hi = sent.agg(sf.min("body_length"), sf.max("body_length")).first() or (None, None)
+    if lo is None or hi is None:
+        return {"edges": [], "counts": []}
+    width = max((hi - lo) / SIZE_BINS, 1e-9)
+    b = sf.least(sf.floor((sf.col("body_length") - lo) / width), sf.lit(SIZE_BINS - 1)).cast("int")
+    counts: dict[int, int] = {r["b"]: r["count"] for r in sent.groupBy(b.alias("b")).count().collect()}
+    return {
+        "edges": [lo + i * width for i in range(SIZE_BINS + 1)],
+        "counts": [counts.get(i, 0) for i in range(SIZE_BINS)],
+    }
 
 
 # ------------------------------------------------------------------------------------------------ page
@@ -314,16 +345,17 @@ def _plots(data: dict[str, Any]) -> list[tuple[str, str | None, int]]:
             ),
         )
     )
-    sizes = data.get("sizes", [])
+    sizes = data.get("sizes") or {"edges": [], "counts": []}
     img = None
-    if sizes:
+    if sizes["counts"]:
         fig, ax = plt.subplots(figsize=(10, 3.2))
-        ax.hist(sizes, bins=50)
+        edges = sizes["edges"]
+        ax.hist(edges[:-1], bins=edges, weights=sizes["counts"])
         ax.set_xlabel("body bytes")
         ax.set_ylabel("messages sent")
         ax.set_yscale("log")
         img = _png(fig)
-    plots.append(("Message size histogram", img, len(sizes)))
+    plots.append(("Message size histogram", img, sum(sizes["counts"])))
     delay = data.get("delivery_delay", [])
     img = None
     if delay:
@@ -455,6 +487,5 @@ def write_report(
     data = build_report(spark, root, start=start, end=end)
     Path(html_out).write_text(render_html(data), encoding="utf-8")
     if json_out is not None:
-        small = {k: v for k, v in data.items() if k != "sizes"}
-        Path(json_out).write_text(json.dumps(small, indent=2, default=str), encoding="utf-8")
+        Path(json_out).write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
     return data

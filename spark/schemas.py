@@ -5,6 +5,8 @@ Each layout is one Arrow schema; the Spark DDL string comes from it, so the two 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 
 __all__ = [
@@ -16,6 +18,7 @@ __all__ = [
     "SKIPS",
     "STORE_MESSAGES",
     "ddl",
+    "record_batch",
 ]
 
 _STR = pa.string()
@@ -43,6 +46,36 @@ def _type(t: pa.DataType) -> str:
         _MAP: "map<string,string>",
     }
     return names[t]
+
+
+def record_batch(rows: Sequence[Sequence[object]], schema: pa.Schema) -> pa.RecordBatch:
+    """Rows (tuples in ``schema``'s order) as one Arrow batch. A ``map<string,string>`` value is a
+    ``dict`` (or ``None``), flattened into keys and items: converting a list of dicts or pairs as such
+    costs more than the rest of a ``frames`` row."""
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
+    arrays = []
+    for values, f in zip(columns, schema, strict=True):
+        if f.type == _MAP:
+            offsets: list[int | None] = [0]
+            keys: list[str] = []
+            items: list[str] = []
+            nulls = False
+            for value in values:
+                if value is None:
+                    nulls = True
+                else:
+                    keys.extend(value)
+                    items.extend(value.values())
+                offsets.append(len(keys))
+            mask = pa.array([v is None for v in values], pa.bool_()) if nulls else None
+            arrays.append(
+                pa.MapArray.from_arrays(
+                    pa.array(offsets, _I32), pa.array(keys, _STR), pa.array(items, _STR), type=_MAP, mask=mask
+                )
+            )
+        else:
+            arrays.append(pa.array(values, type=f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 RECORDS = pa.schema(

@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from rmqtwin.codec.message import MessageExt
 from rmqtwin.spark import schemas
 
 __all__ = [
@@ -38,6 +39,8 @@ DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 
 _FILE_HEADER = struct.Struct("<8sHHIQI")
 _LEN = struct.Struct("<I")
+_CONN = struct.Struct("<Q")
+_CONN_AT = 24  # the record's connection id: after its length, 4 one-byte fields and two timestamps
 _FIXED = 80  # the record's fixed part after its length word
 _MAX_DATA = 16 * 1024 * 1024 + 4
 PCAP_MAGICS = (
@@ -125,6 +128,8 @@ class SegmentPart(InputPartition):
 class CapturePlan:
     parts: list[SegmentPart] = field(default_factory=list)
     skips: list[tuple[str, str, int]] = field(default_factory=list)  # (file, reason, bytes)
+    connections: dict[int, int] = field(default_factory=dict)
+    """Bytes of records per connection id (what the ingest spreads its tasks by)."""
 
 
 def plan_capture(capture: str, split_bytes: int = DEFAULT_SPLIT_BYTES) -> CapturePlan:
@@ -152,6 +157,8 @@ def plan_capture(capture: str, split_bytes: int = DEFAULT_SPLIT_BYTES) -> Captur
                 pos = start = _FILE_HEADER.size + meta_len
                 damage: list[tuple[str, int]] = []
                 unpack = _LEN.unpack_from
+                unpack_conn = _CONN.unpack_from
+                sizes = plan.connections
                 while pos < size:
                     if size - pos < 4 + _FIXED:
                         damage.append(("truncated last record", size - pos))
@@ -163,6 +170,8 @@ def plan_capture(capture: str, split_bytes: int = DEFAULT_SPLIT_BYTES) -> Captur
                     if pos + 4 + n > size:
                         damage.append(("truncated last record", size - pos))
                         break
+                    conn = unpack_conn(mm, pos + _CONN_AT)[0]
+                    sizes[conn] = sizes.get(conn, 0) + 4 + n
                     pos += 4 + n
                     if pos - start >= split_bytes and pos < size:
                         plan.parts.append(SegmentPart(name, str(seg), index, start, pos))
@@ -172,30 +181,6 @@ def plan_capture(capture: str, split_bytes: int = DEFAULT_SPLIT_BYTES) -> Captur
                 for reason, n_bytes in damage:
                     plan.skips.append((str(seg), reason, n_bytes))
     return plan
-
-
-class _Columns:
-    """Column builders of :data:`schemas.RECORDS`, flushed as Arrow batches."""
-
-    def __init__(self) -> None:
-        self.cols: dict[str, list[object]] = {f.name: [] for f in schemas.RECORDS}
-
-    def __len__(self) -> int:
-        return len(self.cols["capture"])
-
-    def skip(self, capture: str, segment: int, pos: int, reason: str, n_bytes: int) -> None:
-        row = dict.fromkeys(self.cols)
-        row.update(
-            capture=capture, segment=segment, pos=pos, type=0, skip_reason=reason, skipped_bytes=n_bytes
-        )
-        for k, v in row.items():
-            self.cols[k].append(v)
-
-    def batch(self) -> pa.RecordBatch:
-        out = pa.RecordBatch.from_pydict(self.cols, schema=schemas.RECORDS)
-        for v in self.cols.values():
-            v.clear()
-        return out
 
 
 _REC = struct.Struct("<IBBBBQQQ16sH16sHiiiI")
@@ -210,52 +195,91 @@ def _host(raw: bytes, cache: dict[bytes, str]) -> str:
     return host
 
 
-def read_segment_part(part: SegmentPart) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of the records of one partition (and a row per damage it ends with)."""
-    out = _Columns()
-    cols = out.cols
+Row = tuple[object, ...]
+"""One record as a tuple in :data:`schemas.RECORDS` order (``R_*`` name the positions)."""
+
+R_TYPE, R_DIRECTION, R_FLAGS, R_CONN_ID, R_CODE, R_OPAQUE, R_RPC_FLAG, R_DATA = 3, 4, 5, 9, 14, 15, 16, 17
+
+
+def segment_rows(part: SegmentPart, connections: frozenset[int] | None = None) -> Iterator[Row]:
+    """The records of one partition as :data:`Row` tuples, then a row per damage it ends with; only the
+    records of ``connections`` if given, and no damage rows then (the planner noted the damage)."""
     cache: dict[bytes, str] = {}
     unpack = _REC.unpack_from
-    appenders = [
-        cols[n].append
-        for n in (
-            "type",
-            "direction",
-            "flags",
-            "serialize_type",
-            "mono_ns",
-            "wall_ns",
-            "conn_id",
-        )
-    ]
+    unpack_conn = _CONN.unpack_from
+    capture, segment = part.capture, part.segment
     with open(part.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         pos = part.start
         while pos < part.stop:
-            fields = unpack(mm, pos)
-            n = fields[0]
-            for app, value in zip(appenders, fields[1:8], strict=True):
-                app(value)
-            cols["capture"].append(part.capture)
-            cols["segment"].append(part.segment)
-            cols["pos"].append(pos)
-            cols["client_host"].append(_host(fields[8], cache))
-            cols["client_port"].append(fields[9])
-            cols["server_host"].append(_host(fields[10], cache))
-            cols["server_port"].append(fields[11])
-            cols["code"].append(fields[12])
-            cols["opaque"].append(fields[13])
-            cols["rpc_flag"].append(fields[14])
+            if connections is not None and unpack_conn(mm, pos + _CONN_AT)[0] not in connections:
+                pos += 4 + _LEN.unpack_from(mm, pos)[0]
+                continue
+            (
+                n,
+                rtype,
+                direction,
+                flags,
+                ser,
+                mono,
+                wall,
+                conn,
+                chost,
+                cport,
+                shost,
+                sport,
+                code,
+                opaque,
+                rpc,
+                dlen,
+            ) = unpack(mm, pos)
             start = pos + 4 + _FIXED
-            cols["data"].append(mm[start : start + fields[15]])
-            cols["skip_reason"].append(None)
-            cols["skipped_bytes"].append(None)
+            yield (
+                capture,
+                segment,
+                pos,
+                rtype,
+                direction,
+                flags,
+                ser,
+                mono,
+                wall,
+                conn,
+                cache.get(chost) or _host(chost, cache),
+                cport,
+                cache.get(shost) or _host(shost, cache),
+                sport,
+                code,
+                opaque,
+                rpc,
+                mm[start : start + dlen],
+                None,
+                None,
+            )
             pos += 4 + n
-            if len(out) >= BATCH_ROWS:
-                yield out.batch()
-    for reason, n_bytes in part.damage:
-        out.skip(part.capture, part.segment, part.stop, reason, n_bytes)
-    if len(out):
-        yield out.batch()
+    if connections is None:
+        for reason, n_bytes in part.damage:
+            yield _skip_row(capture, segment, part.stop, reason, n_bytes)
+
+
+def _skip_row(capture: str, segment: int, pos: int, reason: str, n_bytes: int) -> Row:
+    return (capture, segment, pos, 0, *(None,) * 14, reason, n_bytes)
+
+
+def record_batches(rows: Iterator[Row]) -> Iterator[pa.RecordBatch]:
+    """:data:`Row` tuples as Arrow batches of :data:`schemas.RECORDS`."""
+    chunk: list[Row] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= BATCH_ROWS:
+            yield schemas.record_batch(chunk, schemas.RECORDS)
+            chunk = []
+    if chunk:
+        yield schemas.record_batch(chunk, schemas.RECORDS)
+
+
+def read_segment_part(part: SegmentPart) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of the records of one partition (and a row per damage it ends with)."""
+    return record_batches(segment_rows(part))
 
 
 class _CaptureReader(DataSourceReader):
@@ -309,54 +333,52 @@ class PcapFile(InputPartition):
     server_ports: tuple[int, ...]
 
 
-def read_pcap(part: PcapFile) -> Iterator[pa.RecordBatch]:
+def pcap_rows(part: PcapFile) -> Iterator[Row]:
     """Records of one pcap through the project's TCP reassembler, then rows for what it could not use."""
     from rmqtwin.proxy.pcap import DEFAULT_SERVER_PORTS, TcpReassembler, pcap_records
 
     name = Path(part.path).name
     reasm = TcpReassembler(set(DEFAULT_SERVER_PORTS) | set(part.server_ports), redact=False)
-    out = _Columns()
-    cols = out.cols
     n = 0
     try:
         for rec in pcap_records(part.path, reasm):
-            for key, value in (
-                ("capture", name),
-                ("segment", 0),
-                ("pos", n),
-                ("type", rec.type),
-                ("direction", rec.direction),
-                ("flags", rec.flags),
-                ("serialize_type", rec.serialize_type),
-                ("mono_ns", rec.mono_ns),
-                ("wall_ns", rec.wall_ns),
-                ("conn_id", rec.conn_id),
-                ("client_host", rec.client.host),
-                ("client_port", rec.client.port),
-                ("server_host", rec.server.host),
-                ("server_port", rec.server.port),
-                ("code", rec.code),
-                ("opaque", rec.opaque),
-                ("rpc_flag", rec.rpc_flag),
-                ("data", bytes(rec.data)),
-                ("skip_reason", None),
-                ("skipped_bytes", None),
-            ):
-                cols[key].append(value)
+            yield (
+                name,
+                0,
+                n,
+                rec.type,
+                rec.direction,
+                rec.flags,
+                rec.serialize_type,
+                rec.mono_ns,
+                rec.wall_ns,
+                rec.conn_id,
+                rec.client.host,
+                rec.client.port,
+                rec.server.host,
+                rec.server.port,
+                rec.code,
+                rec.opaque,
+                rec.rpc_flag,
+                bytes(rec.data),
+                None,
+                None,
+            )
             n += 1
-            if len(out) >= BATCH_ROWS:
-                yield out.batch()
     except Exception as exc:  # a damaged pcap file: what came before stays, the rest is one skip row
-        out.skip(name, 0, n, f"unreadable pcap: {type(exc).__name__}: {exc}", -1)
+        yield _skip_row(name, 0, n, f"unreadable pcap: {type(exc).__name__}: {exc}", -1)
     st = reasm.stats
     if st.undelivered_bytes:
-        out.skip(name, 0, n, "missing TCP segments (bytes never completed)", st.undelivered_bytes)
+        yield _skip_row(name, 0, n, "missing TCP segments (bytes never completed)", st.undelivered_bytes)
     if st.non_rocketmq_flows:
-        out.skip(name, 0, n, f"non-RocketMQ flows ({st.non_rocketmq_flows}, kept as raw chunks)", 0)
+        yield _skip_row(name, 0, n, f"non-RocketMQ flows ({st.non_rocketmq_flows}, kept as raw chunks)", 0)
     if st.packets - st.tcp_segments:
-        out.skip(name, 0, n, f"packets that are not TCP ({st.packets - st.tcp_segments})", 0)
-    if len(out):
-        yield out.batch()
+        yield _skip_row(name, 0, n, f"packets that are not TCP ({st.packets - st.tcp_segments})", 0)
+
+
+def read_pcap(part: PcapFile) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of :func:`pcap_rows`."""
+    return record_batches(pcap_rows(part))
 
 
 class _PcapReader(DataSourceReader):
@@ -400,51 +422,56 @@ class CommitlogFile(InputPartition):
 TRANSACTION_NAMES = {0: "NOT_TYPE", 4: "PREPARED", 8: "COMMIT", 12: "ROLLBACK"}
 
 
-def message_columns(msg: object) -> dict[str, object]:
-    """The message columns shared by ``rocketmq-store`` and the ``messages`` table."""
-    from rmqtwin.codec.message import MessageExt
-
-    assert isinstance(msg, MessageExt)
-    return {
-        "topic": msg.topic,
-        "queue_id": msg.queue_id,
-        "queue_offset": msg.queue_offset,
-        "commitlog_offset": msg.commitlog_offset,
-        "msg_id": msg.client_msg_id,
-        "offset_msg_id": msg.msg_id,
-        "tags": msg.tags,
-        "keys": msg.keys,
-        "properties": list(msg.properties.items()),
-        "body": msg.body,
-        "body_length": len(msg.body),
-        "born_timestamp": msg.born_timestamp,
-        "born_host": f"{msg.born_host[0]}:{msg.born_host[1]}",
-        "store_timestamp": msg.store_timestamp,
-        "store_host": f"{msg.store_host[0]}:{msg.store_host[1]}",
-        "reconsume_times": msg.reconsume_times,
-        "sys_flag": msg.sys_flag,
-        "flag": msg.flag,
-        "transaction": TRANSACTION_NAMES.get(msg.transaction_type, str(msg.transaction_type)),
-        "prepared_transaction_offset": msg.prepared_transaction_offset,
-    }
+MESSAGE_COLUMNS = tuple(f.name for f in schemas.MESSAGES if f.name in schemas.STORE_MESSAGES.names)
+"""The message columns shared by ``rocketmq-store`` and the ``messages`` table, in both schemas' order."""
 
 
-def read_commitlog_file(part: CommitlogFile) -> Iterator[pa.RecordBatch]:
-    """One row per message of one commitlog file, through store_mirror opened read-only; a torn tail
-    (bytes after the last valid record that are not the zero fill) is one skip row."""
+def message_values(msg: MessageExt) -> list[object]:
+    """:data:`MESSAGE_COLUMNS` of a message, in that order."""
+    return [
+        msg.topic,
+        msg.queue_id,
+        msg.queue_offset,
+        msg.commitlog_offset,
+        msg.client_msg_id,
+        msg.msg_id,
+        msg.tags,
+        msg.keys,
+        msg.properties,
+        msg.body,
+        len(msg.body),
+        msg.born_timestamp,
+        f"{msg.born_host[0]}:{msg.born_host[1]}",
+        msg.store_timestamp,
+        f"{msg.store_host[0]}:{msg.store_host[1]}",
+        msg.reconsume_times,
+        msg.sys_flag,
+        msg.flag,
+        TRANSACTION_NAMES.get(msg.transaction_type) or str(msg.transaction_type),
+        msg.prepared_transaction_offset,
+    ]
+
+
+TORN_TAIL = "torn commitlog tail (an invalid record before the zero fill)"
+
+
+@dataclass(frozen=True, slots=True)
+class TornTail:
+    """Bytes after a commitlog file's last valid record that are not the zero fill."""
+
+    file: str
+    commitlog_offset: int
+    n_bytes: int
+
+
+def commitlog_messages(part: CommitlogFile) -> Iterator[tuple[str, int, MessageExt] | TornTail]:
+    """(file name, stored size, message) per message of one commitlog file, through store_mirror opened
+    read-only; then a :class:`TornTail` if the file has one."""
     from rmqtwin.codec.errors import CodecError
     from rmqtwin.codec.message import decode_message_record
     from rmqtwin.store_mirror.dump import open_read_only
 
     store = open_read_only(part.store)
-    cols: dict[str, list[object]] = {f.name: [] for f in schemas.STORE_MESSAGES}
-
-    def flush() -> pa.RecordBatch:
-        batch = pa.RecordBatch.from_pydict(cols, schema=schemas.STORE_MESSAGES)
-        for v in cols.values():
-            v.clear()
-        return batch
-
     try:
         log = store.commit_log
         mf = next(
@@ -465,29 +492,34 @@ def read_commitlog_file(part: CommitlogFile) -> Iterator[pa.RecordBatch]:
             except CodecError:
                 torn = True
                 break
-            row = message_columns(msg)
-            row.update(store=part.store, file=mf.file_name, store_size=req.msg_size)
-            for k, col in cols.items():
-                col.append(row.get(k))
+            yield mf.file_name, req.msg_size, msg
             pos += req.msg_size
-            if len(cols["topic"]) >= BATCH_ROWS // 4:
-                yield flush()
         tail = bytes(mf.mm[pos:size]).rstrip(b"\0") if torn else b""
         if tail:
-            row = dict.fromkeys(cols)
-            row.update(
-                store=part.store,
-                file=mf.file_name,
-                commitlog_offset=part.file_from_offset + pos,
-                skip_reason="torn commitlog tail (an invalid record before the zero fill)",
-                skipped_bytes=len(tail),
-            )
-            for k, col in cols.items():
-                col.append(row[k])
+            yield TornTail(mf.file_name, part.file_from_offset + pos, len(tail))
     finally:
         store.shutdown()
-    if cols["store"]:
-        yield flush()
+
+
+def read_commitlog_file(part: CommitlogFile) -> Iterator[pa.RecordBatch]:
+    """One row per message of one commitlog file; a torn tail is one skip row."""
+    rows: list[list[object]] = []
+    width = len(schemas.STORE_MESSAGES)
+    for item in commitlog_messages(part):
+        if isinstance(item, TornTail):
+            row: list[object] = [None] * width
+            row[:3] = [part.store, item.file, None]
+            row[3 + MESSAGE_COLUMNS.index("commitlog_offset")] = item.commitlog_offset
+            row[-2:] = [TORN_TAIL, item.n_bytes]
+        else:
+            file, size, msg = item
+            row = [part.store, file, size, *message_values(msg), None, None]
+        rows.append(row)
+        if len(rows) >= BATCH_ROWS // 4:
+            yield schemas.record_batch(rows, schemas.STORE_MESSAGES)
+            rows = []
+    if rows:
+        yield schemas.record_batch(rows, schemas.STORE_MESSAGES)
 
 
 class _StoreReader(DataSourceReader):

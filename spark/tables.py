@@ -1,16 +1,17 @@
 """Capture records become the ``frames``, ``exchanges`` and ``messages`` tables.
 
-Each table is a ``mapInArrow`` over the records of whole connections, in capture order (records are
-repartitioned by connection and sorted by segment and position first), so per-connection state — the
-frame sequence number, requests waiting for their response — lives in one Python worker and streams.
+One walk over capture records (:func:`decode_tables`) builds every table: each connection's records
+come in capture order, connections interleaved as they were recorded, and per-connection state — the
+frame sequence number, requests waiting for their response — is kept per connection while they stream.
 Headers are read by ``peek_header`` and the typed header classes of ``rmqtwin.codec.headers``; bodies
 by ``rmqtwin.codec.message``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import orjson
@@ -37,9 +38,9 @@ from rmqtwin.codec.message import (
 from rmqtwin.proxy.capture import FLAG_DECODED, FLAG_RAW, REC_CLOSE, REC_FRAME, REC_OPEN
 from rmqtwin.proxy.wire import HeaderPeek, peek_header
 from rmqtwin.spark import schemas
-from rmqtwin.spark.sources import message_columns
+from rmqtwin.spark.sources import Row, message_values
 
-__all__ = ["exchanges_of", "frames_of", "hour_of", "messages_of", "tables_of"]
+__all__ = ["decode_tables", "exchanges_of", "frames_of", "hour_of", "messages_of", "tables_of"]
 
 _BATCH = 4096
 SERIALIZE_NAMES = {0: "JSON", 1: "ROCKETMQ"}
@@ -104,272 +105,268 @@ def _header(code: int, ext: dict[str, str], *, response: bool) -> CommandCustomH
     return header
 
 
-class _Out:
-    """Column lists for one output schema, cut into Arrow batches."""
+_REQUEST_NAMES: dict[int, str] = {}
+_RESPONSE_NAMES: dict[int, str] = {}
 
-    def __init__(self, schema: pa.Schema) -> None:
-        self.schema = schema
-        self.cols: dict[str, list[object]] = {f.name: [] for f in schema}
-        self.n = 0
 
-    def add(self, row: dict[str, object]) -> None:
-        for k, v in self.cols.items():
-            v.append(row.get(k))
-        self.n += 1
+def _request_name(code: int) -> str:
+    name = _REQUEST_NAMES.get(code)
+    if name is None:
+        name = _REQUEST_NAMES[code] = request_code_name(code)
+    return name
 
-    def take(self) -> pa.RecordBatch:
-        batch = pa.RecordBatch.from_pydict(self.cols, schema=self.schema)
-        for v in self.cols.values():
-            v.clear()
-        self.n = 0
-        return batch
+
+def _response_name(code: int) -> str:
+    name = _RESPONSE_NAMES.get(code)
+    if name is None:
+        name = _RESPONSE_NAMES[code] = response_code_name(code)
+    return name
+
+
+TABLES = ("frames", "exchanges", "messages", "skipped")
+SCHEMAS = {"frames": schemas.FRAMES, "exchanges": schemas.EXCHANGES, "messages": schemas.MESSAGES}
+SCHEMAS["skipped"] = schemas.SKIPS
+
+_X_UNANSWERED = schemas.EXCHANGES.names.index("unanswered")
+_PULL_CODES = (RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE)
+
+
+class _Conn:
+    """State of one connection while its records stream by (in capture order, between others')."""
+
+    __slots__ = ("closed", "ends", "exchanges", "kind", "messages", "seq")
+
+    def __init__(self, client: str, server: str) -> None:
+        self.ends = (client, server)
+        self.kind: str | None = None
+        self.seq = 0
+        self.closed = False
+        self.exchanges: dict[tuple[int, int], list[object]] = {}
+        """Requests waiting for their answer, by (direction, opaque): rows of ``exchanges``."""
+        self.messages: dict[tuple[int, int], _Pending] = {}
+        """Send, pull, query and view requests waiting for their answer, by (direction, opaque)."""
 
 
 @dataclass(slots=True)
-class _Conn:
-    """State of the connection being walked."""
-
-    key: tuple[str, int]
-    kind: str | None = None
-    seq: int = 0
-    closed: bool = False
-
-
-class _Table:
-    """One output table, built frame by frame while the records of whole connections stream by."""
-
-    schema: pa.Schema
-
-    def __init__(self) -> None:
-        self.out = _Out(self.schema)
-        self.pending: dict[tuple[int, int], dict[str, object]] = {}
-        """Requests of the current connection waiting for their answer, by (direction, opaque)."""
-
-    def frame(self, conn: _Conn, row: dict[str, object], peek: HeaderPeek | None) -> None:
-        """A FRAME record of ``conn``; ``peek`` is its header (``None``: not a decodable frame)."""
-
-    def end(self, conn: _Conn) -> None:
-        """``conn``'s records are over (closed, or the capture ended)."""
-        self.pending.clear()
-
-    def skip(self, row: dict[str, object]) -> None:
-        """A note of what the reader skipped (a ``type`` 0 record)."""
+class _Pending:
+    code: int
+    header: CommandCustomHeader | None
+    base: list[object]
+    """capture, conn_id, seq, wall_ns, mono_ns of the request; then client, server, hour."""
+    msgs: list[MessageExt]
 
 
-def _walk(
-    batches: Iterator[pa.RecordBatch], tables: Sequence[_Table]
-) -> Iterator[tuple[int, pa.RecordBatch]]:
-    """Feed every record to each of ``tables`` (one header decode per frame for all of them); yields
-    (index of the table, a batch of its rows)."""
-    conn: _Conn | None = None
-    for batch in batches:
-        for row in batch.to_pylist():
-            key = (row["capture"], row["conn_id"])
-            if conn is None or conn.key != key:
-                if conn is not None:
-                    for t in tables:
-                        t.end(conn)
-                conn = _Conn(key)
-            rtype = row["type"]
-            if rtype == REC_FRAME:
-                data = row["data"]
-                assert isinstance(data, bytes)
-                peek = peek_header(data) if row["flags"] & FLAG_DECODED else None
-                for t in tables:
-                    t.frame(conn, row, peek)
-                conn.seq += 1
-            elif rtype == REC_OPEN:
-                try:
-                    meta = orjson.loads(row["data"])
-                    conn.kind = str(meta.get("kind")) if isinstance(meta, dict) else None
-                except ValueError:
-                    conn.kind = None
-            elif rtype == REC_CLOSE:
-                conn.closed = True
-                for t in tables:
-                    t.end(conn)
-            elif rtype == 0:
-                for t in tables:
-                    t.skip(row)
-            for i, t in enumerate(tables):
-                if t.out.n >= _BATCH:
-                    yield i, t.out.take()
-    for i, t in enumerate(tables):
-        if conn is not None:
-            t.end(conn)
-        if t.out.n:
-            yield i, t.out.take()
+def decode_tables(
+    rows: Iterable[Row], raw: bool = False, tables: Sequence[str] = TABLES
+) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """Rows of ``tables`` (of :data:`TABLES`) from capture records (:data:`Row` tuples; each
+    connection's in capture order, connections interleaved as they come), in one walk: each header is
+    decoded once for every table. Yields (table, batch of its schema)."""
+    out: dict[str, list[Sequence[object]]] = {t: [] for t in tables}
+    frames = out.get("frames")
+    exchanges = out.get("exchanges")
+    messages = out.get("messages")
+    skipped = out.get("skipped")
+    conns: dict[tuple[object, object], _Conn] = {}
+    hours = _HOURS
+    flag_raw, flag_decoded = FLAG_RAW, FLAG_DECODED
+    counter = 0
+    for rec in rows:
+        rtype = rec[3]
+        key = (rec[0], rec[9])
+        conn = conns.get(key)
+        if conn is None:
+            if rtype == 0:
+                if skipped is not None:
+                    skipped.append((rec[0], rec[18], 1, rec[19]))
+                continue
+            conn = conns[key] = _Conn(
+                _endpoint(rec[10], rec[11]),  # type: ignore[arg-type]
+                _endpoint(rec[12], rec[13]),  # type: ignore[arg-type]
+            )
+        if rtype == REC_FRAME:
+            data: bytes = rec[17]  # type: ignore[assignment]
+            flags: int = rec[5]  # type: ignore[assignment]
+            wall: int = rec[8]  # type: ignore[assignment]
+            hour = hours.get(wall // 3_600_000_000_000) or hour_of(wall)
+            peek = peek_header(data) if flags & flag_decoded else None
+            seq = conn.seq
+            client, server = conn.ends
+            if frames is not None:
+                rpc_flag: int = rec[16]  # type: ignore[assignment]
+                if peek is None:
+                    frames.append(
+                        (
+                            *rec[:3], rec[9], seq, rec[7], wall, rec[4], client, server, conn.kind,
+                            None, None, None, False, False, False, bool(flags & flag_raw),
+                            None, None, None, None, None, len(data), None, data if raw else None, hour,
+                        )
+                    )  # fmt: skip
+                else:
+                    response = bool(rpc_flag & 1)
+                    code: int = rec[14]  # type: ignore[assignment]
+                    frames.append(
+                        (
+                            *rec[:3], rec[9], seq, rec[7], wall, rec[4], client, server, conn.kind,
+                            code, _response_name(code) if response else _request_name(code), rec[15],
+                            response, not response and bool(rpc_flag & 2), True, bool(flags & flag_raw),
+                            SERIALIZE_NAMES.get(peek.serialize_type),
+                            None if peek.language is None else str(peek.language),
+                            peek.version, peek.remark, peek.ext_fields, len(data),
+                            len(data) - 8 - peek.header_length, data if raw else None, hour,
+                        )
+                    )  # fmt: skip
+            if peek is not None and not flags & flag_raw:
+                header: CommandCustomHeader | None = None
+                headed = False
+                if exchanges is not None:
+                    direction: int = rec[4]  # type: ignore[assignment]
+                    if peek.flag & 1:
+                        req = conn.exchanges.pop((1 - direction, peek.opaque), None)
+                        if req is not None:  # the answer's columns (schemas.EXCHANGES positions)
+                            req[3] = seq
+                            req[12] = peek.code
+                            req[13] = _response_name(peek.code)
+                            req[14] = peek.remark
+                            req[15] = rec[7] - req[8]  # type: ignore[operator]
+                            req[25] = len(data)
+                            if req[10] in _PULL_CODES:
+                                max_offset = peek.ext_fields.get("maxOffset")
+                                req[21] = (
+                                    int(max_offset)
+                                    if max_offset and max_offset.lstrip("-").isdigit()
+                                    else None
+                                )
+                            exchanges.append(req)
+                    else:
+                        header, headed = _header(peek.code, peek.ext_fields, response=False), True
+                        info = _request_info(
+                            rec,
+                            seq=seq,
+                            client=client,
+                            server=server,
+                            kind=conn.kind,
+                            hour=hour,
+                            peek=peek,
+                            header=header,
+                        )
+                        if peek.flag & 2:
+                            exchanges.append(info)
+                        else:
+                            conn.exchanges[(direction, peek.opaque)] = info
+                if messages is not None:
+                    _message_frame(
+                        rec, conn, peek=peek, header=header, headed=headed, hour=hour, out=messages
+                    )
+            conn.seq = seq + 1
+        elif rtype == REC_OPEN:
+            try:
+                meta = orjson.loads(rec[17])  # type: ignore[arg-type]
+                conn.kind = str(meta.get("kind")) if isinstance(meta, dict) else None
+            except ValueError:
+                conn.kind = None
+        elif rtype == REC_CLOSE:
+            conn.closed = True
+            _end(conn, exchanges)
+        elif rtype == 0 and skipped is not None:
+            skipped.append((rec[0], rec[18], 1, rec[19]))
+        counter += 1
+        if counter >= 512:
+            counter = 0
+            for name, got in out.items():
+                if len(got) >= _BATCH:
+                    yield name, _batch(name, got)
+                    got.clear()
+    for conn in conns.values():
+        _end(conn, exchanges)
+    for name, got in out.items():
+        if got:
+            yield name, _batch(name, got)
+
+
+def _batch(name: str, rows: list[Sequence[object]]) -> pa.RecordBatch:
+    return schemas.record_batch(rows, SCHEMAS[name])
+
+
+def _end(conn: _Conn, exchanges: list[Sequence[object]] | None) -> None:
+    """The connection's records are over (closed, or the capture ended): its requests still waiting
+    are unanswered."""
+    if exchanges is not None and conn.exchanges:
+        reason = "connection closed" if conn.closed else "capture ended"
+        for req in conn.exchanges.values():
+            req[_X_UNANSWERED] = reason
+            exchanges.append(req)
+    conn.exchanges.clear()
+    conn.messages.clear()
 
 
 def tables_of(batches: Iterator[pa.RecordBatch], raw: bool = False) -> Iterator[pa.RecordBatch]:
-    """``frames``, ``exchanges`` and ``messages`` rows and the readers' skip notes in one walk
-    (``mapInArrow``): batches of :data:`schemas.DECODED`, each filling one of its struct columns."""
-    tables = (_Frames(raw), _Exchanges(), _Messages(), _Skipped())
-    for i, batch in _walk(batches, tables):
+    """``frames``, ``exchanges`` and ``messages`` rows and the readers' skip notes in one walk over Arrow
+    batches of :data:`schemas.RECORDS` (``mapInArrow``): batches of :data:`schemas.DECODED`, each
+    filling one of its struct columns."""
+    index = {name: i for i, name in enumerate(schemas.DECODED.names)}
+    for name, batch in decode_tables(_rows(batches), raw):
         cols = [pa.nulls(batch.num_rows, f.type) for f in schemas.DECODED]
-        cols[i] = batch.to_struct_array()
+        cols[index[name]] = batch.to_struct_array()
         yield pa.RecordBatch.from_arrays(cols, schema=schemas.DECODED)
 
 
-def _one(table: _Table, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    for _, batch in _walk(batches, (table,)):
+def _rows(batches: Iterator[pa.RecordBatch]) -> Iterator[Row]:
+    for batch in batches:
+        yield from zip(*(c.to_pylist() for c in batch.columns), strict=True)
+
+
+def _one(table: str, batches: Iterator[pa.RecordBatch], raw: bool = False) -> Iterator[pa.RecordBatch]:
+    for _, batch in decode_tables(_rows(batches), raw, (table,)):
         yield batch
 
 
 def frames_of(batches: Iterator[pa.RecordBatch], raw: bool = False) -> Iterator[pa.RecordBatch]:
-    """``frames`` rows of the records of whole connections in capture order (``mapInArrow``)."""
-    return _one(_Frames(raw), batches)
+    """``frames`` rows of capture records (``mapInArrow``)."""
+    return _one("frames", batches, raw)
 
 
 def exchanges_of(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``exchanges`` rows: each request with its response, matched by (connection, opaque) in the other
     direction; oneway requests alone; the rest unanswered (``connection closed`` or ``capture ended``)."""
-    return _one(_Exchanges(), batches)
+    return _one("exchanges", batches)
 
 
 def messages_of(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``messages`` rows: every message of a send request (``sent``; queue and commitlog offsets from
     the broker's answer) and of a pull/query/view answer (``delivered``)."""
-    return _one(_Messages(), batches)
-
-
-class _Skipped(_Table):
-    """What the readers skipped (``schemas.SKIPS`` rows, one per note)."""
-
-    schema = schemas.SKIPS
-
-    def skip(self, row: dict[str, object]) -> None:
-        self.out.add(
-            {"input": row["capture"], "reason": row["skip_reason"], "count": 1, "bytes": row["skipped_bytes"]}
-        )
-
-
-# ------------------------------------------------------------------------------------------- frames
-
-
-class _Frames(_Table):
-    schema = schemas.FRAMES
-
-    def __init__(self, raw: bool) -> None:
-        super().__init__()
-        self.raw = raw
-
-    def frame(self, conn: _Conn, row: dict[str, object], peek: HeaderPeek | None) -> None:
-        data = row["data"]
-        assert isinstance(data, bytes)
-        is_raw = bool(int(row["flags"]) & FLAG_RAW)  # type: ignore[call-overload]
-        rpc_flag = int(row["rpc_flag"])  # type: ignore[call-overload]
-        response = peek is not None and bool(rpc_flag & 1)
-        code = int(row["code"])  # type: ignore[call-overload]
-        language = None
-        if peek is not None and peek.language is not None:
-            language = str(peek.language)
-        self.out.add(
-            {
-                "capture": row["capture"],
-                "segment": row["segment"],
-                "pos": row["pos"],
-                "conn_id": row["conn_id"],
-                "seq": conn.seq,
-                "mono_ns": row["mono_ns"],
-                "wall_ns": row["wall_ns"],
-                "direction": row["direction"],
-                "client": _endpoint(row["client_host"], row["client_port"]),  # type: ignore[arg-type]
-                "server": _endpoint(row["server_host"], row["server_port"]),  # type: ignore[arg-type]
-                "kind": conn.kind,
-                "code": code if peek is not None else None,
-                "code_name": None
-                if peek is None
-                else (response_code_name(code) if response else request_code_name(code)),
-                "opaque": row["opaque"] if peek is not None else None,
-                "response": response,
-                "oneway": peek is not None and not response and bool(rpc_flag & 2),
-                "decoded": peek is not None,
-                "raw_chunk": is_raw,
-                "serialize_type": SERIALIZE_NAMES.get(peek.serialize_type) if peek is not None else None,
-                "language": language,
-                "version": peek.version if peek is not None else None,
-                "remark": peek.remark if peek is not None else None,
-                "ext_fields": list(peek.ext_fields.items()) if peek is not None else None,
-                "frame_length": len(data),
-                "body_length": len(data) - 8 - peek.header_length if peek is not None else None,
-                "raw": data if self.raw else None,
-                "hour": hour_of(int(row["wall_ns"])),  # type: ignore[call-overload]
-            }
-        )
+    return _one("messages", batches)
 
 
 # ---------------------------------------------------------------------------------------- exchanges
 
 
-def _request_info(conn: _Conn, row: dict[str, object], peek: HeaderPeek) -> dict[str, object]:
+def _request_info(
+    rec: Row,
+    *,
+    seq: int,
+    client: str,
+    server: str,
+    kind: str | None,
+    hour: str,
+    peek: HeaderPeek,
+    header: CommandCustomHeader | None,
+) -> list[object]:
+    """An ``exchanges`` row of a request, its answer's columns empty."""
     code = peek.code
-    header = _header(code, peek.ext_fields, response=False)
-    info: dict[str, object] = {
-        "capture": row["capture"],
-        "conn_id": row["conn_id"],
-        "request_seq": conn.seq,
-        "request_direction": row["direction"],
-        "client": _endpoint(row["client_host"], row["client_port"]),  # type: ignore[arg-type]
-        "server": _endpoint(row["server_host"], row["server_port"]),  # type: ignore[arg-type]
-        "kind": conn.kind,
-        "request_mono_ns": row["mono_ns"],
-        "request_wall_ns": row["wall_ns"],
-        "request_code": code,
-        "request_code_name": request_code_name(code),
-        "language": None if peek.language is None else str(peek.language),
-        "client_version": peek.version,
-        "request_bytes": len(row["data"]),  # type: ignore[arg-type]
-        "oneway": bool(peek.flag & 2),
-        "hour": hour_of(int(row["wall_ns"])),  # type: ignore[call-overload]
-    }
     ext = peek.ext_fields
-    info["topic"] = getattr(header, "topic", None) or ext.get("topic") or ext.get("b")
-    info["consumer_group"] = getattr(header, "consumer_group", None)
-    info["producer_group"] = getattr(header, "producer_group", None)
     queue_id = getattr(header, "queue_id", None)
-    info["queue_id"] = queue_id if isinstance(queue_id, int) else None
     queue_offset = getattr(header, "queue_offset", None)
-    info["queue_offset"] = queue_offset if isinstance(queue_offset, int) else None
-    return info
-
-
-class _Exchanges(_Table):
-    schema = schemas.EXCHANGES
-
-    def frame(self, conn: _Conn, row: dict[str, object], peek: HeaderPeek | None) -> None:
-        if peek is None or int(row["flags"]) & FLAG_RAW:  # type: ignore[call-overload]
-            return
-        direction = int(row["direction"])  # type: ignore[call-overload]
-        if peek.flag & 1:
-            req = self.pending.pop((1 - direction, peek.opaque), None)
-            if req is None:
-                return
-            req["response_seq"] = conn.seq
-            req["response_code"] = peek.code
-            req["response_code_name"] = response_code_name(peek.code)
-            req["remark"] = peek.remark
-            req["latency_ns"] = int(row["mono_ns"]) - int(req["request_mono_ns"])  # type: ignore[call-overload]
-            req["response_bytes"] = len(row["data"])  # type: ignore[arg-type]
-            if req["request_code"] in (RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE):
-                max_offset = peek.ext_fields.get("maxOffset")
-                req["max_offset"] = (
-                    int(max_offset) if max_offset and max_offset.lstrip("-").isdigit() else None
-                )
-            self.out.add(req)
-            return
-        info = _request_info(conn, row, peek)
-        if peek.flag & 2:
-            self.out.add(info)
-        else:
-            self.pending[(direction, peek.opaque)] = info
-
-    def end(self, conn: _Conn) -> None:
-        reason = "connection closed" if conn.closed else "capture ended"
-        for req in self.pending.values():
-            req["unanswered"] = reason
-            self.out.add(req)
-        self.pending.clear()
+    return [
+        rec[0], rec[9], seq, None, rec[4], client, server, kind, rec[7], rec[8], code, _request_name(code),
+        None, None, None, None,
+        getattr(header, "topic", None) or ext.get("topic") or ext.get("b"),
+        getattr(header, "consumer_group", None), getattr(header, "producer_group", None),
+        queue_id if isinstance(queue_id, int) else None,
+        queue_offset if isinstance(queue_offset, int) else None,
+        None, None if peek.language is None else str(peek.language), peek.version, len(rec[17]),  # type: ignore[arg-type]
+        None, bool(peek.flag & 2), None, hour,
+    ]  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------- messages
@@ -403,104 +400,95 @@ def _sent(header: SendMessageRequestHeader, body: bytes, code: int) -> list[Mess
     ]
 
 
-class _Messages(_Table):
-    schema = schemas.MESSAGES
-
-    def frame(self, conn: _Conn, row: dict[str, object], peek: HeaderPeek | None) -> None:
-        if peek is None or int(row["flags"]) & FLAG_RAW:  # type: ignore[call-overload]
+def _message_frame(
+    rec: Row,
+    conn: _Conn,
+    *,
+    peek: HeaderPeek,
+    header: CommandCustomHeader | None,
+    headed: bool,
+    hour: str,
+    out: list[Sequence[object]],
+) -> None:
+    """``messages`` rows of one decodable frame: a send request's messages (once its answer says where
+    they were stored), a pull/query/view answer's records."""
+    code: int = rec[14]  # type: ignore[assignment]
+    rpc_flag: int = rec[16]  # type: ignore[assignment]
+    direction: int = rec[4]  # type: ignore[assignment]
+    data: bytes = rec[17]  # type: ignore[assignment]
+    client, server = conn.ends
+    if not rpc_flag & 1:
+        if code not in SEND_CODES and code not in DELIVER_CODES:
             return
-        code = int(row["code"])  # type: ignore[call-overload]
-        rpc_flag = int(row["rpc_flag"])  # type: ignore[call-overload]
-        is_response = bool(rpc_flag & 1)
-        if not is_response and code not in SEND_CODES and code not in DELIVER_CODES:
-            return
-        direction = int(row["direction"])  # type: ignore[call-overload]
-        if is_response and (1 - direction, row["opaque"]) not in self.pending:
-            return
-        data = row["data"]
-        assert isinstance(data, bytes)
-        base = {
-            "capture": row["capture"],
-            "conn_id": row["conn_id"],
-            "seq": conn.seq,
-            "wall_ns": row["wall_ns"],
-            "mono_ns": row["mono_ns"],
-            "client": _endpoint(row["client_host"], row["client_port"]),  # type: ignore[arg-type]
-            "server": _endpoint(row["server_host"], row["server_port"]),  # type: ignore[arg-type]
-            "hour": hour_of(int(row["wall_ns"])),  # type: ignore[call-overload]
-        }
-        if not is_response:
+        if not headed:
             header = _header(code, peek.ext_fields, response=False)
-            state: dict[str, object] = {"code": code, "header": header, "base": base}
-            if code in SEND_CODES:
-                if isinstance(header, SendMessageRequestHeader):
-                    try:
-                        state["msgs"] = _sent(header, _body(data, peek), code)
-                    except (CodecError, ValueError):
-                        state["msgs"] = []
-                if rpc_flag & 2:  # oneway send: no answer will come
-                    self._send_answer(state, None)
-                    return
-            self.pending[(direction, peek.opaque)] = state
-            return
-        state = self.pending.pop((1 - direction, peek.opaque))
-        req_code = state["code"]
-        if req_code in SEND_CODES:
-            self._send_answer(state, peek)
-            return
-        if peek.code != ResponseCode.SUCCESS:
-            return
-        delivered = []
-        try:
-            for msg in iter_message_records(_body(data, peek)):
-                delivered.append(msg)
-        except CodecError:
-            pass  # rows up to the damage
-        base.update(
-            event="delivered", request_code=req_code, group=getattr(state["header"], "consumer_group", None)
-        )
-        for i, msg in enumerate(delivered):
-            mrow = message_columns(msg)
-            mrow.update(base)
-            mrow["index_in_frame"] = i
-            self.out.add(mrow)
+        state = _Pending(code, header, [rec[0], rec[9], conn.seq, rec[8], rec[7], client, server, hour], [])
+        if code in SEND_CODES:
+            if isinstance(header, SendMessageRequestHeader):
+                with contextlib.suppress(CodecError, ValueError):
+                    state.msgs = _sent(header, _body(data, peek), code)
+            if rpc_flag & 2:  # oneway send: no answer will come
+                _send_answer(state, None, out)
+                return
+        conn.messages[(direction, rec[15])] = state  # type: ignore[index]
+        return
+    pending = conn.messages.pop((1 - direction, rec[15]), None)  # type: ignore[arg-type]
+    if pending is None:
+        return
+    if pending.code in SEND_CODES:
+        _send_answer(pending, peek, out)
+        return
+    if peek.code != ResponseCode.SUCCESS:
+        return
+    delivered = []
+    try:
+        for msg in iter_message_records(_body(data, peek)):
+            delivered.append(msg)
+    except CodecError:
+        pass  # rows up to the damage
+    group = getattr(pending.header, "consumer_group", None)
+    base = (rec[0], rec[9], conn.seq, rec[8], rec[7], "delivered", pending.code, group, client, server)
+    for i, msg in enumerate(delivered):
+        out.append((*base, i, *message_values(msg), hour))
 
-    def _send_answer(self, state: dict[str, object], peek: HeaderPeek | None) -> None:
-        msgs = state.get("msgs") or []
-        assert isinstance(msgs, list)
-        header = state["header"]
-        base = dict(state["base"])  # type: ignore[call-overload]
-        base.update(event="sent", request_code=state["code"], group=getattr(header, "producer_group", None))
-        if peek is not None and peek.code in STORED_SEND_CODES:
-            answer = _header(int(state["code"]), peek.ext_fields, response=True)  # type: ignore[call-overload]
-            ids = str(getattr(answer, "msg_id", "") or "").split(",")
-            queue_id = getattr(answer, "queue_id", None)
-            first = getattr(answer, "queue_offset", None)
-            for i, msg in enumerate(msgs):
-                if isinstance(queue_id, int):
-                    msg.queue_id = queue_id
-                if isinstance(first, int):
-                    msg.queue_offset = first + i
-                if i < len(ids) and ids[i]:
-                    msg.msg_id = ids[i]
-            rows = msgs
-        else:
-            for msg in msgs:
-                msg.queue_offset = -1
-            rows = msgs
-        for i, msg in enumerate(rows):
-            row = message_columns(msg)
-            if not msg.msg_id:
-                row["offset_msg_id"] = None
-            if msg.queue_offset < 0:
-                row["queue_offset"] = None
-            row["commitlog_offset"] = _commitlog_offset(msg.msg_id)
-            row["store_timestamp"] = None
-            row["store_host"] = None
-            row["born_host"] = base["client"]
-            row.update(base)
-            row["index_in_frame"] = i
-            self.out.add(row)
+
+_M_QUEUE_OFFSET, _M_COMMITLOG_OFFSET, _M_OFFSET_MSG_ID = 2, 3, 5
+_M_BORN_HOST, _M_STORE_TIMESTAMP, _M_STORE_HOST = 12, 13, 14
+
+
+def _send_answer(state: _Pending, peek: HeaderPeek | None, out: list[Sequence[object]]) -> None:
+    """``sent`` rows of a send request, with where its answer says the broker stored them."""
+    msgs = state.msgs
+    capture, conn_id, seq, wall, mono, client, server, hour = state.base
+    group = getattr(state.header, "producer_group", None)
+    if peek is not None and peek.code in STORED_SEND_CODES:
+        answer = _header(state.code, peek.ext_fields, response=True)
+        ids = str(getattr(answer, "msg_id", "") or "").split(",")
+        queue_id = getattr(answer, "queue_id", None)
+        first = getattr(answer, "queue_offset", None)
+        for i, msg in enumerate(msgs):
+            if isinstance(queue_id, int):
+                msg.queue_id = queue_id
+            if isinstance(first, int):
+                msg.queue_offset = first + i
+            if i < len(ids) and ids[i]:
+                msg.msg_id = ids[i]
+    else:
+        for msg in msgs:
+            msg.queue_offset = -1
+    for i, msg in enumerate(msgs):
+        values = message_values(msg)
+        if not msg.msg_id:
+            values[_M_OFFSET_MSG_ID] = None
+        if msg.queue_offset < 0:
+            values[_M_QUEUE_OFFSET] = None
+        values[_M_COMMITLOG_OFFSET] = _commitlog_offset(msg.msg_id)
+        values[_M_STORE_TIMESTAMP] = None
+        values[_M_STORE_HOST] = None
+        values[_M_BORN_HOST] = client
+        out.append(
+            (capture, conn_id, seq, wall, mono, "sent", state.code, group, client, server, i, *values, hour)
+        )
 
 
 def _commitlog_offset(offset_msg_id: str) -> int | None:

@@ -1,7 +1,8 @@
 """``rmqtwin spark ingest --master spark://…`` on a real standalone cluster (master and worker from
 PySpark's own distribution, on loopback) writes the same Parquet as local[2]: the same data pages byte
-for byte and the same footer, but for one thing parquet-mr does not keep stable from one JVM to the
-next, the order in which a column chunk lists its encodings (it collects them in a hash set)."""
+for byte and the same footer. (The tasks write with pyarrow; when Spark's parquet-mr wrote them, the
+order in which a column chunk lists its encodings changed from one JVM to the next, a hash set's: the
+digest still sorts them.)"""
 
 from __future__ import annotations
 
