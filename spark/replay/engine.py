@@ -66,7 +66,14 @@ class RequestResult:
     scheduled_ms: float | None = None
     """When the request was due, ms after the replay's start (None at ``max`` speed)."""
     actual_ms: float | None = None
-    """When it was actually issued, ms after the replay's start."""
+    """When it was actually issued (encoded into the connection's output), ms after the replay's start."""
+    held_ms: float | None = None
+    """Of its lateness, how long the target held it back once due: the target had not read what was sent
+    before (the output was full) or not answered what the request waits for (recorded order, the half
+    message of an END_TRANSACTION). ``actual - scheduled - held`` is the replayer's own lateness."""
+    written_ms: float | None = None
+    """When its last byte went into the socket, ms after the replay's start (later than ``actual_ms``
+    while the target does not read)."""
     verdict: str = "not-replayed"
     detail: str = ""
     normalisers: str = ""
@@ -217,6 +224,16 @@ class _Replayed:
         self.translator = ConnectionTranslator(ctx, plan.broker_name, plan.copy)
         self.codec = RemotingConnection(json_dialect=_dialect(plan.steps), first_opaque=1)
         self.out = bytearray()
+        self.queued = 0
+        """Bytes put into ``out`` since the start; ``written`` of them went into the socket."""
+        self.written = 0
+        self.writing: deque[tuple[int, RequestResult]] = deque()
+        """(``queued`` after its last byte, result) of the requests whose bytes are not all written yet."""
+        self.stalled_since = 0
+        """When the socket last took bytes of ``out`` (or ``out`` last filled from empty)."""
+        self.stalls: list[list[int]] = []
+        """[since, until] (until -1: still) of each time the target held the next request back (the
+        output full, or an answer it waits for) since the schedule was last caught up with."""
         self.next = 0
         self.inflight: dict[int, _InFlight] = {}
         self.to_compare: deque[tuple[_InFlight, RemotingCommand]] = deque()
@@ -246,8 +263,9 @@ class _Replayed:
         return None if self.ctx.speed is None else int(step.offset_ns / self.ctx.speed)
 
     def done(self) -> bool:
+        """Failed, or every request issued, answered and written (the last oneway requests too)."""
         return self.failed is not None or (
-            self.next >= len(self.plan.steps) and not self.inflight and not self.check_backs
+            self.next >= len(self.plan.steps) and not self.inflight and not self.check_backs and not self.out
         )
 
     def next_wake(self) -> int | None:
@@ -263,18 +281,22 @@ class _Replayed:
         if now < start:  # at max speed too: every task begins at the common start
             return
         steps = self.plan.steps
-        while self.next < len(steps) and self.failed is None and len(self.out) < _OUT_LIMIT:
+        while self.next < len(steps) and self.failed is None:
             step = steps[self.next]
+            if len(self.out) >= _OUT_LIMIT or not self.order.allows(step):
+                self._stalled(now)  # noted before it is due too: the loop does not wake for a request
+                return  # that waits on an answer
+            if self.stalls and self.stalls[-1][1] < 0:
+                self.stalls[-1][1] = now
             due = self.due_ns(step)
             if due is None:
                 if len(self.inflight) >= self.ctx.window:
                     return
             elif start + due > now:
+                self.stalls.clear()  # caught up with the schedule
                 return
             if due is not None and self.ctx.duration_s is not None and due > self.ctx.duration_s * 1e9:
                 self._skip_rest("beyond --duration")
-                return
-            if not self.order.allows(step):
                 return
             if id(step) in self.checked:  # the target checked before its turn: sent then
                 self.next += 1
@@ -285,10 +307,13 @@ class _Replayed:
                 continue
             cmd = decode_command(step.frame[4:])
             if self.translator.waits(cmd):
+                self._stalled(now)
                 return
             self.next += 1
             result = self._result(step, cmd)
-            result.scheduled_ms = None if due is None else due / 1e6
+            if due is not None:
+                result.scheduled_ms = due / 1e6
+                result.held_ms = self._held(start + due, now) / 1e6
             if not selected(self.only, cmd):
                 result.verdict, result.detail = "skipped", "not selected by --only"
                 self.results.append(result)
@@ -307,7 +332,7 @@ class _Replayed:
                 suspend = cmd.ext("suspendTimeoutMillis")
                 timeout += int(suspend) / 1000 if suspend and suspend.isdigit() else 0
             opaque = self.codec.send_request(cmd, now=now / 1e9, timeout=timeout)
-            self.out += self.codec.data_to_send()
+            self.enqueue(self.codec.data_to_send(), result)
             result.actual_ms = (now - start) / 1e6
             if step.oneway:
                 result.verdict = "sent"
@@ -315,6 +340,34 @@ class _Replayed:
                 self.order.settle(step)
             else:
                 self.inflight[opaque] = _InFlight(step, result, now, uniq, where)
+
+    def _stalled(self, now: int) -> None:
+        if not self.stalls or self.stalls[-1][1] >= 0:
+            self.stalls.append([now, -1])
+
+    def _held(self, due: int, now: int) -> int:
+        """Ns of ``due`` … ``now`` during which the target held the schedule back."""
+        return sum(max(0, (now if until < 0 else until) - max(since, due)) for since, until in self.stalls)
+
+    def enqueue(self, data: bytes, result: RequestResult | None = None) -> None:
+        """``data`` goes out after what waits already; ``result``'s ``written_ms`` is noted when its
+        last byte is in the socket."""
+        if not self.out:
+            self.stalled_since = time.monotonic_ns()
+        self.out += data
+        self.queued += len(data)
+        if result is not None:
+            self.writing.append((self.queued, result))
+
+    def wrote(self, sent: int, now: int) -> None:
+        """``sent`` bytes of ``out`` went into the socket at ``now``."""
+        del self.out[:sent]
+        self.written += sent
+        if sent:
+            self.stalled_since = now
+        writing = self.writing
+        while writing and writing[0][0] <= self.written:
+            writing.popleft()[1].written_ms = (now - self.start) / 1e6
 
     def _result(self, step: Step, cmd: RemotingCommand) -> RequestResult:
         answer = step.answer
@@ -451,7 +504,7 @@ class _Replayed:
         if response.body:
             response.body = self.translator.with_client_ids(response.body)
         self.codec.send_response(cmd, response)
-        self.out += self.codec.data_to_send()
+        self.enqueue(self.codec.data_to_send())
 
     def answer_check(self, step: Step, check: RemotingCommand, via: _Replayed, now: int) -> None:
         """Send the recorded END_TRANSACTION of ``step`` for the target's ``check`` on ``via`` (the
@@ -469,7 +522,7 @@ class _Replayed:
                 end.ext_fields[name] = value
         self.translator.sign(end)
         via.codec.send_request(end, now=now / 1e9, timeout=self.ctx.answer_timeout_s)
-        via.out += via.codec.data_to_send()
+        via.enqueue(via.codec.data_to_send(), result)
         result.actual_ms = (now - self.start) / 1e6
         result.verdict, result.detail = "sent", "on the target's CHECK_TRANSACTION_STATE"
         self.results.append(result)
@@ -479,6 +532,9 @@ class _Replayed:
         for timed_out in self.codec.expire(now / 1e9):
             self._lost(timed_out.request.opaque, "no-answer", "no answer before the timeout")
         limit = int(self.ctx.answer_timeout_s * 1e9)
+        if self.out and self.connected and now - self.stalled_since > limit:
+            self.fail(f"{self.target()} read nothing for {self.ctx.answer_timeout_s:g} s")
+            return
         for step in self.plan.steps[: self.next]:
             since = self.check_backs.get(id(step))
             if since is not None and now - since > limit:
@@ -680,7 +736,7 @@ def _io(conn: _Replayed, mask: int) -> None:
         except OSError as exc:
             conn.fail(f"connection to {conn.target()} lost: {exc}")
             return
-        del conn.out[:sent]
+        conn.wrote(sent, time.monotonic_ns())
 
 
 def result_rows(results: Iterable[RequestResult]) -> list[dict[str, object]]:

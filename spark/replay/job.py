@@ -243,6 +243,8 @@ def request_schema() -> pa.Schema:
         "replayed_latency_ms": real,
         "scheduled_ms": real,
         "actual_ms": real,
+        "held_ms": real,
+        "written_ms": real,
         "verdict": text,
         "detail": text,
         "normalisers": text,

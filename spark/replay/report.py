@@ -10,6 +10,7 @@ import base64
 import html
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
     from rmqtwin.spark.replay.job import ReplaySummary
 
-__all__ = ["lateness_percentiles", "write_report"]
+__all__ = ["Lateness", "lateness", "write_report"]
 
 _LOST = ("failed", "no-answer", "not-replayed")
 _NUMBER = r"\d+"
@@ -35,13 +36,36 @@ def _png(fig: object) -> str:
     return '<img alt="plot" src="data:image/png;base64,' + base64.b64encode(buf.getvalue()).decode() + '">'
 
 
-def lateness_percentiles(rows: pd.DataFrame) -> tuple[float, float] | None:
-    """(p50, p99) of actual minus scheduled issue time in ms, None when nothing had a schedule (``max``)."""
+@dataclass(frozen=True)
+class Lateness:
+    """p50 and p99 (ms) of the scheduled requests' lateness, and of what it is made of."""
+
+    total: tuple[float, float]
+    """Issued (encoded into the connection's output) minus scheduled."""
+    replayer: tuple[float, float]
+    """The replayer's own lateness: ``total`` minus the time the target held the request back once due
+    (its output full because the target did not read, or an answer the request waits for not come)."""
+    target: tuple[float, float]
+    """How long the target held requests back: before they were issued, and then in the output until
+    their last byte went into the socket."""
+    requests: int
+
+
+def lateness(rows: pd.DataFrame) -> Lateness | None:
+    """The lateness of the scheduled requests, None when nothing had a schedule (``max``)."""
     timed = rows.dropna(subset=["scheduled_ms", "actual_ms"])
     if timed.empty:
         return None
-    late = (timed["actual_ms"] - timed["scheduled_ms"]).clip(lower=0)
-    return float(late.quantile(0.5)), float(late.quantile(0.99))
+    held = timed["held_ms"].fillna(0.0)
+    total = (timed["actual_ms"] - timed["scheduled_ms"]).clip(lower=0)
+    own = (total - held).clip(lower=0)
+    in_output = (timed["written_ms"] - timed["actual_ms"]).fillna(0.0).clip(lower=0)
+    by_target = held + in_output
+
+    def p(values: pd.Series) -> tuple[float, float]:
+        return float(values.quantile(0.5)), float(values.quantile(0.99))
+
+    return Lateness(p(total), p(own), p(by_target), len(timed))
 
 
 def _rate_plot(rows: pd.DataFrame) -> str:
@@ -93,6 +117,20 @@ def _latency_plot(rows: pd.DataFrame) -> str:
     return _png(fig)
 
 
+def _lateness_facts(late: Lateness | None) -> list[list[object]]:
+    if late is None:
+        return [["lateness p50 / p99", "n/a (max speed)"]]
+
+    def ms(pair: tuple[float, float]) -> str:
+        return f"{pair[0]:.2f} ms / {pair[1]:.2f} ms"
+
+    return [
+        ["lateness p50 / p99 (issued - scheduled)", ms(late.total)],
+        ["of which the replayer's own, p50 / p99", ms(late.replayer)],
+        ["held back by the target, p50 / p99 (not reading, or an awaited answer)", ms(late.target)],
+    ]
+
+
 def _table(headers: list[str], rows: Sequence[Sequence[object]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
@@ -106,13 +144,13 @@ def write_report(summary: ReplaySummary, path: Path, *, speed: float | None) -> 
     rows = pd.concat([pd.read_parquet(p) for p in parts]) if parts else pd.DataFrame()
     verdict = summary.verdict_line()
     sections = [f'<h1 id="verdict">{html.escape(verdict)}</h1>']
-    late = lateness_percentiles(rows) if not rows.empty else None
+    late = lateness(rows) if not rows.empty else None
     facts: list[list[object]] = [
         ["requests", summary.requests],
         ["connections", summary.connections],
         ["speed", "max" if speed is None else f"{speed:g}x"],
         ["wall time", f"{summary.wall_s:.1f} s"],
-        ["lateness p50 / p99", "n/a (max speed)" if late is None else f"{late[0]:.2f} ms / {late[1]:.2f} ms"],
+        *_lateness_facts(late),
         ["RAW records skipped", summary.raw_skipped],
         ["undecodable records skipped", summary.undecoded_skipped],
     ]

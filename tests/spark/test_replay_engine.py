@@ -153,3 +153,64 @@ def test_scale_2_with_suffixed_topics_replays_a_second_copy_into_its_own_topic(
     ]
     assert traffic.max_offset(target) == 7
     assert traffic.max_offset(target, topic=f"{traffic.TOPIC}-1") == 5  # copy 1's sends: its own topic
+
+
+def test_lateness_the_target_causes_is_told_from_the_replayers_own(tmp_path: Path) -> None:
+    """A target that reads nothing for a while: the replayer's output fills and the requests due then
+    go late. Their rows say the target held them (``held_ms``, then the wait for the socket until
+    ``written_ms``), so the replayer's own lateness (``actual - scheduled - held``) does not carry it."""
+    import socket
+
+    from rmqtwin.codec.command import create_request, encode_command
+    from rmqtwin.spark.replay.plan import ConnectionPlan, Step
+
+    body = b"x" * 65536
+    steps = []
+    for i in range(400):  # 26 MB due within 200 ms: more than the socket buffers and the 1 MiB output
+        cmd = create_request(RequestCode.HEART_BEAT, {})
+        cmd.body = body
+        steps.append(
+            Step(
+                seq=i,
+                offset_ns=i * 500_000,
+                code=RequestCode.HEART_BEAT,
+                oneway=True,
+                frame=encode_command(cmd),
+            )
+        )
+    plan = ConnectionPlan(
+        conn_id=1, kind="broker", server="10.0.0.2:10911", broker_name="broker-a", steps=steps
+    )
+    listener = socket.create_server(("127.0.0.1", 0))
+    read: list[int] = []
+
+    def target() -> None:
+        conn, _ = listener.accept()
+        time.sleep(1.0)  # reads nothing for a second, then everything
+        conn.settimeout(30)
+        while chunk := conn.recv(1 << 20):  # until the replayer closes: after its last byte
+            read.append(len(chunk))
+        conn.close()
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    ctx = ReplayContext(namesrv="127.0.0.1:1", brokers={"broker-a": f"127.0.0.1:{listener.getsockname()[1]}"})
+    results, _, _ = replay_connections([plan], ctx)
+    thread.join(30)
+    listener.close()
+    assert sum(read) >= sum(len(s.frame) for s in steps)  # every request went, the last ones too
+    assert [r.verdict for r in results] == ["sent"] * len(steps)
+    for r in results:
+        assert r.scheduled_ms is not None and r.actual_ms is not None and r.held_ms is not None
+        assert r.written_ms is not None and r.written_ms >= r.actual_ms
+        assert r.held_ms <= r.actual_ms - r.scheduled_ms + 1e-6  # part of its lateness, never more
+    late = [
+        r
+        for r in results
+        if r.actual_ms is not None and r.scheduled_ms is not None and r.actual_ms - r.scheduled_ms > 500
+    ]
+    assert late, "nothing waited for the target"  # it read nothing for a second
+    # what the target held back is most of their lateness; the rest is the replayer's
+    assert all(r.held_ms is not None and r.held_ms > 0 for r in late)
+    last = max(results, key=lambda r: r.written_ms or 0)
+    assert last.written_ms is not None and last.written_ms >= 1000
