@@ -35,18 +35,28 @@ for the steps that follow, until ``action = "stop"`` with
 ``of = "name"`` ends it and observes what it printed (a run ends the ones left). A step with
 ``clients = ["4.9"]`` runs only with that client line. A scenario with
 ``exclusive = true`` (one that changes what every run on the broker sees, such as its config) runs on
-one target at a time; the runs of every other scenario go side by side.
+one target at a time; the runs of every other scenario go side by side. A scenario with
+``own_cluster = true`` (one that changes the name server's view of the broker, such as
+``wipeWritePerm``) runs each time on a cluster started for that run alone (``Target.own_cluster``), with
+the scenario's ``[broker_conf]`` on top of the suite's (``autoCreateTopicEnable = false``), and is
+skipped, with the reason, for a target that cannot start one (``ns=HOST:PORT``).
+``$workdir`` is a directory of the run's own; an ``mqadmin`` step's ``files = { "name" = "text" }``
+are written there first (a topic list for ``updateTopicList -f $workdir/name``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
+import shutil
+import tempfile
 import time
 import tomllib
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,12 +126,19 @@ Observation = dict[str, Any]
 
 @dataclass(frozen=True)
 class Target:
-    """A RocketMQ the catalog runs against: its name server, its brokers, its cluster name."""
+    """A RocketMQ the catalog runs against: its name server, its brokers, its cluster name.
+
+    ``own_cluster(broker_conf)`` starts a cluster of the same kind, with these broker.conf keys on
+    top of the suite's, for one run of an ``own_cluster`` scenario and stops it afterwards (None: this
+    target cannot, the scenario is skipped for it)."""
 
     name: str
     namesrv_addr: str
     broker_addrs: tuple[str, ...]
     cluster: str = "rmqtwin"
+    own_cluster: Callable[[Mapping[str, object]], AbstractContextManager[Target]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 @dataclass(frozen=True)
@@ -148,6 +165,10 @@ class Scenario:
     """Runs one at a time on a target (it changes what other runs there would see)."""
     fixed: Mapping[str, str] = field(default_factory=dict)
     """Names the same in every run (``[fixed]``): for what a client hashes, shared by concurrent runs."""
+    own_cluster: bool = False
+    """Each run on a cluster of its own (it changes what the name server tells every client)."""
+    broker_conf: Mapping[str, object] = field(default_factory=dict)
+    """broker.conf keys of the scenario's own cluster, on top of the suite's."""
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -170,6 +191,8 @@ def load_scenario(path: Path) -> Scenario:
         tags=tuple(data.get("tags", ())),
         exclusive=bool(data.get("exclusive", False)),
         fixed={str(k): str(v) for k, v in data.get("fixed", {}).items()},
+        own_cluster=bool(data.get("own_cluster", False)),
+        broker_conf=dict(data.get("broker_conf", {})),
     )
 
 
@@ -231,20 +254,36 @@ def run_scenario(
     request: Callable[[str, int, Mapping[str, str] | None, bytes | None], tuple[int, str | None, bytes]]
     | None = None,
 ) -> ScenarioRun:
-    """Run every step against ``target``; a step that fails ends the run with ``error`` set."""
+    """Run every step against ``target`` (on a cluster of the run's own for an ``own_cluster``
+    scenario); a step that fails ends the run with ``error`` set."""
     names = unique_values(scenario)
-    context = Context(
-        {
-            **names,
-            "namesrv": target.namesrv_addr,
-            "broker": target.broker_addrs[0],
-            "cluster": target.cluster,
-        }
-    )
     run = ScenarioRun(scenario=scenario.name, target=target.name, names=names)
     started = time.monotonic()
-    send = request or raw_request
-    try:
+    with contextlib.ExitStack() as stack:
+        if scenario.own_cluster:
+            if target.own_cluster is None:
+                raise StepError(
+                    f"{scenario.name} needs a cluster of its own, which {target.name} cannot start"
+                )
+            try:
+                target = stack.enter_context(target.own_cluster(scenario.broker_conf))
+            except (RuntimeError, OSError, AssertionError) as exc:  # the run's outcome, with log tails
+                run.error = f"starting a cluster of its own: {exc}"
+                run.seconds = time.monotonic() - started
+                return run
+        workdir = tempfile.mkdtemp(prefix=f"rmqtwin-{scenario.name}-")
+        stack.callback(shutil.rmtree, workdir, ignore_errors=True)
+        context = Context(
+            {
+                **names,
+                "namesrv": target.namesrv_addr,
+                "broker": target.broker_addrs[0],
+                "cluster": target.cluster,
+                "workdir": workdir,
+            }
+        )
+        stack.callback(context.stop_all)
+        send = request or raw_request
         for step in scenario.steps:
             if client.version.line not in step.clients:
                 continue
@@ -258,8 +297,6 @@ def run_scenario(
             finally:
                 run.seconds = time.monotonic() - started
             run.steps.append(StepRun(step.label, step.action, observation, time.monotonic() - began))
-    finally:
-        context.stop_all()
     return run
 
 
@@ -413,6 +450,8 @@ def _mqadmin(
     args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn, context: Context
 ) -> Observation:
     argv = [str(a) for a in args.get("args", [])]
+    for name, text in dict(args.get("files", {})).items():  # read by the command (-f $workdir/name)
+        Path(context["workdir"], str(name)).write_text(str(text), encoding="utf-8")
     result = client.mqadmin(target.namesrv_addr, *argv)
     lines = [line.rstrip() for line in result.stdout.splitlines() if line.strip()]
     keep = str(args.get("keep", "all"))
@@ -427,6 +466,10 @@ def _mqadmin(
         lines = []
     for pattern in args.get("mask", ()):  # a value that differs on every run, e.g. a time taken
         lines = [re.sub(str(pattern), "<masked>", line) for line in lines]
+    if keep == "keys":  # a masked part of a key (a path, a level) leaves one key
+        lines = sorted(set(lines))
+    if args.get("sort"):  # printed in an order that means nothing (a java.util.Properties)
+        lines = sorted(lines)
     failure = next(
         (line.strip() for line in (result.stdout + "\n" + result.stderr).splitlines() if "Exception" in line),
         None,

@@ -90,6 +90,7 @@ def report_data(run: CatalogRun) -> dict[str, Any]:
         "seconds": round(run.seconds, 1),
         "normalisers": {name: text for name, (text, _) in diffy.NORMALISERS.items()},
         "scenarios": scenarios,
+        "skipped": dict(run.skipped),
     }
 
 
@@ -97,7 +98,7 @@ _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.4em} h2{font-size:1.15em;margin-top:1.6em} h3{font-size:1em;margin:.8em 0 .3em}
 .verdict{font-weight:600;padding:.3em .6em;margin:.2em 0;border-radius:4px}
-.same{background:#e5f5e0} .differs{background:#fde0dd}
+.same{background:#e5f5e0} .differs{background:#fde0dd} .skipped{background:#eee}
 table{border-collapse:collapse;font-size:.82em;margin-bottom:.6em}
 td,th{border:1px solid #ccc;padding:2px 6px;vertical-align:top;max-width:28em;overflow-wrap:anywhere}
 th{background:#f3f3f3} td.diff{background:#fcbba1;font-weight:600}
@@ -126,6 +127,8 @@ def render_html(data: dict[str, Any]) -> str:
         + "; ".join(f"<b>{esc(k)}</b>: {esc(v)}" for k, v in data["normalisers"].items())
         + "</p>"
     )
+    for name, reason in data["skipped"].items():
+        out.append(f"<div class='verdict skipped'>{esc(name)}: skipped, {esc(reason)}</div>")
     for scenario in data["scenarios"]:
         tags = "".join(
             f"<span class='tag {esc(v)}'>{esc(n)}: {esc(v)}</span>" for n, v in scenario["verdicts"].items()
@@ -166,9 +169,13 @@ def render_junit(data: dict[str, Any]) -> str:
             suites,
             "testsuite",
             name=f"{name} vs {data['reference']}",
-            tests=str(len(cases)),
+            tests=str(len(cases) + len(data["skipped"])),
             failures=str(failures),
+            skipped=str(len(data["skipped"])),
         )
+        for skipped, reason in data["skipped"].items():
+            case = ET.SubElement(suite, "testcase", classname=name, name=skipped)
+            ET.SubElement(case, "skipped", message=reason)
         for scenario in cases:
             case = ET.SubElement(suite, "testcase", classname=name, name=scenario["name"])
             if scenario["verdicts"][name] != "same":

@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,13 +31,15 @@ from rmqtwin.conformance.catalog import (
     run_scenario,
 )
 from rmqtwin.conformance.java_client import JavaClient
-from rmqtwin.conformance.launcher import DEFAULT_BROKER_CONF, RealRocketMQ, resolve_version
+from rmqtwin.conformance.launcher import DEFAULT_BROKER_CONF, RealRocketMQ, RealRocketMQError, resolve_version
 
 __all__ = [
     "SHARED_BROKER_CONF",
     "TWIN_BROKER_CONF",
     "CatalogRun",
     "ScenarioResult",
+    "own_real",
+    "own_twin",
     "run_catalog",
     "started_targets",
 ]
@@ -90,6 +92,8 @@ class CatalogRun:
     candidates: list[str]
     results: list[ScenarioResult]
     seconds: float
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Scenarios not run, with the reason (one needing a cluster of its own on an ``ns=`` target)."""
 
     def differing(self, target: str) -> list[str]:
         return [r.scenario.name for r in self.results if r.verdict(target) == "differs"]
@@ -155,8 +159,16 @@ def run_catalog(
     ``exclusive`` (it changes what every run on the broker sees, such as its config)."""
     started = time.monotonic()
     results = []
+    skipped: dict[str, str] = {}
     for number, scenario in enumerate(scenarios, 1):
         head = f"[{number}/{len(scenarios)}] {scenario.name}"
+        unable = [t.name for t in (reference, *candidates) if t.own_cluster is None]
+        if scenario.own_cluster and unable:
+            skipped[scenario.name] = (
+                f"needs a cluster of its own for each run, which {', '.join(unable)} cannot start"
+            )
+            progress(f"{head}: skipped: {skipped[scenario.name]}")
+            continue
         labelled = [("ref 1", reference), ("ref 2", reference), *[(t.name, t) for t in candidates]]
 
         def run_one(label: str, target: Target, head: str = head, one: Scenario = scenario) -> ScenarioRun:
@@ -182,49 +194,76 @@ def run_catalog(
         candidates=[t.name for t in candidates],
         results=results,
         seconds=time.monotonic() - started,
+        skipped=skipped,
     )
+
+
+@contextlib.contextmanager
+def own_twin(
+    line: str, broker_conf: Mapping[str, object] | None = None, name: str = "twin"
+) -> Iterator[Target]:
+    """A twin of its own (``TWIN_BROKER_CONF`` and ``broker_conf``, answering as ``line``) for one run."""
+    from rmqtwin.fakes.pytest_plugin import start_subprocess
+
+    work = tempfile.mkdtemp(prefix="rmqtwin-conformance-")
+    try:
+        twin = start_subprocess(
+            work,
+            broker_conf={**TWIN_BROKER_CONF, **(broker_conf or {})},
+            broker_name="broker-a",
+            serve_args=("--rocketmq-version", line),
+        )
+        try:
+            yield Target(
+                name,
+                twin.namesrv_addr,
+                (twin.broker_addr,),
+                own_cluster=functools.partial(own_twin, line, name=name),
+            )
+        finally:
+            twin.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def own_real(version: str, broker_conf: Mapping[str, object] | None = None, *, name: str) -> Iterator[Target]:
+    """Real RocketMQ of its own (``SHARED_BROKER_CONF`` and ``broker_conf``), killed afterwards."""
+    rmq = RealRocketMQ(
+        resolve_version(version), broker_conf_overrides={**SHARED_BROKER_CONF, **(broker_conf or {})}
+    )
+    try:
+        rmq.start()
+        yield Target(
+            name,
+            rmq.namesrv_addr,
+            tuple(rmq.broker_addrs),
+            own_cluster=functools.partial(own_real, version, name=name),
+        )
+    finally:
+        with contextlib.suppress(RealRocketMQError):  # killing what is left; its logs are no result
+            rmq.stop(graceful=False)
 
 
 @contextlib.contextmanager
 def started_targets(names: Sequence[str]) -> Iterator[list[Target]]:
     """Start what each target name needs (the twin, real brokers), stop it all afterwards."""
-    from rmqtwin.fakes.pytest_plugin import start_subprocess
-
-    stops: list[Callable[[], None]] = []
     targets: list[Target] = []
     # The twin answers as the line of the first real target (the reference), else as the newest.
     reals = [resolve_version(n.removeprefix("real-")).line for n in names if n.startswith("real-")]
     twin_line = "4.9" if reals and reals[0] == "4.9" else "5.5"
-    try:
+    with contextlib.ExitStack() as stack:
         for name in names:
             if name == "twin":
-                work = tempfile.mkdtemp(prefix="rmqtwin-conformance-")
-                twin = start_subprocess(
-                    work,
-                    broker_conf=dict(TWIN_BROKER_CONF),
-                    broker_name="broker-a",
-                    serve_args=("--rocketmq-version", twin_line),
-                )
-                stops.append(functools.partial(shutil.rmtree, work, ignore_errors=True))
-                stops.append(twin.stop)
-                targets.append(Target("twin", twin.namesrv_addr, (twin.broker_addr,)))
+                targets.append(stack.enter_context(own_twin(twin_line)))
             elif name.startswith("real-"):
-                rmq = RealRocketMQ(
-                    resolve_version(name.removeprefix("real-")), broker_conf_overrides=SHARED_BROKER_CONF
-                )
-                stops.append(functools.partial(rmq.stop, graceful=False))
-                rmq.start()
-                targets.append(Target(name, rmq.namesrv_addr, tuple(rmq.broker_addrs)))
+                targets.append(stack.enter_context(own_real(name.removeprefix("real-"), name=name)))
             elif name.startswith("ns="):
                 addr = name.removeprefix("ns=")
                 targets.append(Target(name, addr, broker_addrs_of(addr)))
             else:
                 raise ValueError(f"unknown target {name!r}: twin, real-5, real-4.9 or ns=HOST:PORT")
         yield targets
-    finally:
-        for stop in reversed(stops):
-            with contextlib.suppress(Exception):
-                stop()
 
 
 def main_run(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,7 +58,7 @@ from rmqtwin.fakes.broker.attributes import (
     parse_to_map,
 )
 from rmqtwin.fakes.broker.groups import with_5x_defaults
-from rmqtwin.fakes.broker.topics import is_system_topic, parameter_error, validate_topic
+from rmqtwin.fakes.broker.topics import SCHEDULE_TOPIC, is_system_topic, parameter_error, validate_topic
 from rmqtwin.fakes.dispatch import NOT_SET_REMARK, NULL_KEY_NPE, Channel, decode_header, response
 from rmqtwin.store_mirror.config import TopicConfig
 
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
     from rmqtwin.fakes.broker.stats import BrokerStats
     from rmqtwin.fakes.broker.topics import TopicTable
     from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.store_mirror.config import ScheduleOffsets
     from rmqtwin.store_mirror.message_store import MessageStore
 
 CONFIG_BLACK_LIST = ("configBlackList", "brokerConfigPath")
@@ -86,6 +89,10 @@ class AdminProcessor:
     producers: ProducerManager
     stats: BrokerStats
     store: MessageStore
+    store_dir: str
+    """storePathRootDir: its partition's disk figures in GET_BROKER_RUNTIME_INFO."""
+    schedule: ScheduleOffsets
+    """Each delay level's delivery offset (GET_BROKER_RUNTIME_INFO's scheduleMessageOffset_N)."""
     put_topics: Callable[[list[TopicConfig]], Deferred[Any] | None]
     """Stores topic configs; the name-server registration they started (None: none)."""
     delete_topic: Callable[[str], None]
@@ -313,11 +320,17 @@ class AdminProcessor:
 
     # -- broker ---------------------------------------------------------------------------------
     def get_broker_runtime_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """The keys of the emulated line's ``prepareRuntimeInfo`` and its store's ``getRuntimeInfo``
+        (per-path commitlog disk ratio, each delay level's delivery offset); what the twin does not
+        measure (thread pool queues, latencies, the timer wheel) is answered as an idle broker's."""
         stats = self.stats
+        five = self.config.five
         now_ms = int(time.time() * 1000)
         store = self.store
+        commit_log_dir = os.path.join(self.store_dir, "commitlog")
+        disk_ratio = str(_disk_used_ratio(commit_log_dir))
         table = {"brokerVersionDesc": self.config.server_release}
-        if not self.config.five:  # 5.5.0 dropped it
+        if not five:  # 5.5.0 dropped it
             table["brokerVersion"] = str(self.config.server_version)
         table |= {
             "msgPutTotalYesterdayMorning": "0",
@@ -332,6 +345,8 @@ class AdminProcessor:
             "pullThreadPoolQueueCapacity": "100000",
             "queryThreadPoolQueueSize": "0",
             "queryThreadPoolQueueCapacity": "20000",
+            "EndTransactionQueueSize": "0",
+            "EndTransactionThreadPoolQueueCapacity": "100000",
             "sendThreadPoolQueueHeadWaitTimeMills": "0",
             "pullThreadPoolQueueHeadWaitTimeMills": "0",
             "queryThreadPoolQueueHeadWaitTimeMills": "0",
@@ -341,25 +356,51 @@ class AdminProcessor:
             "startAcceptSendRequestTimeStamp": "0",
             "commitLogMinOffset": str(_safe(store.get_min_phy_offset, 0)),
             "commitLogMaxOffset": str(_safe(store.get_max_phy_offset, 0)),
-            "commitLogDiskRatio": "0.0",
-            "consumeQueueDiskRatio": "0.0",
+            "commitLogDiskRatio": disk_ratio,
+            f"commitLogDiskRatio_{commit_log_dir}": disk_ratio,
+            "consumeQueueDiskRatio": str(_disk_used_ratio(os.path.join(self.store_dir, "consumequeue"))),
+            "commitLogDirCapacity": _dir_capacity(commit_log_dir, free_only=five),
             "bootTimestamp": str(int(self.boot_time_ms)),
             "runtime": _runtime(now_ms - self.boot_time_ms),
             "putTps": stats.put_tps(),
             "getFoundTps": stats.get_tps(),
             "getMissTps": "0.00 0.00 0.00",
             "getTotalTps": stats.get_tps(),
-            "getTransferedTps": stats.get_tps(),
+            # 5.x's StoreStatsService corrected the spelling.
+            ("getTransferredTps" if five else "getTransferedTps"): stats.get_tps(),
             "remainHowManyDataToFlush": "0 B",
             "remainTransientStoreBufferNumbs": "2147483647",
             "putMessageEntireTimeMax": "0",
             "putMessageTimesTotal": str(stats.put_total),
+            "putMessageFailedTimes": "0",
             "putMessageSizeTotal": "0",
             "putMessageAverageSize": "0.0",
             "putMessageDistributeTime": "[<=0ms]:0 [0~10ms]:0 [10~50ms]:0 [50~100ms]:0 [100~200ms]:0 "
             "[200~500ms]:0 [500ms~1s]:0 [1~2s]:0 [2~3s]:0 [3~4s]:0 [4~5s]:0 [5~10s]:0 [10s~]:0 ",
+            "dispatchMaxBuffer": "0",
             "getMessageEntireTimeMax": "0",
+            "putLatency99": "0.00",
+            "putLatency999": "0.00",
         }
+        if five:
+            table |= {
+                "brokerActive": "true",
+                "litePullThreadPoolQueueSize": "0",
+                "litePullThreadPoolQueueCapacity": "100000",
+                "litePullThreadPoolQueueHeadWaitTimeMills": "0",
+                "ackThreadPoolQueueSize": "0",
+                "ackThreadPoolQueueCapacity": "100000",
+                "ackThreadPoolQueueHeadWaitTimeMills": "0",
+                "timerReadBehind": "0",
+                "timerOffsetBehind": "0",
+                "timerCongestNum": "0",
+                "timerEnqueueTps": "0.0",
+                "timerDequeueTps": "0.0",
+            }
+        # ScheduleMessageService.buildRunningStats: each level delivered from so far, "offset,maxOffset".
+        for level, offset in sorted(self.schedule.offset_table.items()):
+            max_offset = _safe(lambda q=level - 1: store.get_max_offset_in_queue(SCHEDULE_TOPIC, q), 0)
+            table[f"scheduleMessageOffset_{level}"] = f"{offset},{max_offset}"
         return response(body=KVTable(table=table).encode())
 
     def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -444,6 +485,36 @@ def _safe(fn: Any, default: int) -> int:
         return int(fn())
     except Exception:
         return default
+
+
+def _disk_used_ratio(path: str) -> float:
+    """``UtilAll.getDiskPartitionSpaceUsedPercent``: (total - free) / total of the path's partition."""
+    try:
+        fs = os.statvfs(path if os.path.exists(path) else os.path.dirname(path) or ".")
+    except OSError:
+        return -1.0
+    total = fs.f_blocks * fs.f_frsize
+    return (total - fs.f_bfree * fs.f_frsize) / total if total > 0 else -1.0
+
+
+def _human_readable_bytes(count: int) -> str:
+    """``MixAll.humanReadableByteCount(bytes, false)``: ``512 B``, ``12.3 GiB``."""
+    if count < 1024:
+        return f"{count} B"
+    exp = min(int(math.log(count) / math.log(1024)), 6)
+    return f"{count / 1024**exp:.1f} {'KMGTPE'[exp - 1]}iB"
+
+
+def _dir_capacity(path: str, *, free_only: bool) -> str:
+    """``commitLogDirCapacity``: the partition's total and free space (4.9.7 the usable space,
+    5.x ``getFreeSpace``, which counts the blocks reserved for root)."""
+    try:
+        fs = os.statvfs(path if os.path.exists(path) else os.path.dirname(path) or ".")
+    except OSError:
+        return "Total : 0 B, Free : 0 B."
+    free = (fs.f_bfree if free_only else fs.f_bavail) * fs.f_frsize
+    total = fs.f_blocks * fs.f_frsize
+    return f"Total : {_human_readable_bytes(total)}, Free : {_human_readable_bytes(free)}."
 
 
 def _runtime(elapsed_ms: int) -> str:

@@ -152,6 +152,8 @@ class BrokerController:
             producers=self.producers,
             stats=self.stats,
             store=self.store,
+            store_dir=store_dir,
+            schedule=self.schedule,
             put_topics=self.put_topics,
             delete_topic=self.delete_topic,
             config_changed=self.bump_config_version,

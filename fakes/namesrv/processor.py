@@ -283,7 +283,18 @@ class NamesrvProcessor:
 
         import javaproperties
 
-        props = javaproperties.load(io.StringIO((request.body or b"").decode("utf-8")))
+        if request.body is None:
+            return response()
+        try:
+            props = javaproperties.load(io.StringIO(request.body.decode("utf-8", "replace")))
+        except ValueError:  # MixAll.string2Properties gives null for what Properties.load refuses
+            return response(ResponseCode.SYSTEM_ERROR, "string2Properties error")
+        # The paths the name server writes to may not be changed from the wire: 4.9.7 names them,
+        # 5.x keeps them in namesrvConfig.configBlackList.
+        if self.five and set(props) & {"configBlackList", "configStorePath", "kvConfigPath"}:
+            return response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+        if not self.five and set(props) & {"configStorePath", "kvConfigPath"}:
+            return response(ResponseCode.NO_PERMISSION, "Can not update config path")
         self.config.update(props)
         if "orderMessageEnable" in props:
             self.order_message_enable = props["orderMessageEnable"].strip().lower() == "true"

@@ -269,13 +269,15 @@ class RouteInfoManager:
             del self.topic_queue_table[topic]
 
     def change_write_perm(self, broker_name: str, *, wipe: bool) -> int:
-        """WIPE/ADD_WRITE_PERM_OF_BROKER: number of topics changed."""
+        """WIPE/ADD_WRITE_PERM_OF_BROKER: number of topics changed. Adding sets read and write
+        (PERM_READ | PERM_WRITE), whatever the queue's perm was, as RouteInfoManager does: a
+        write-only topic comes back readable, an inheritable one loses PERM_INHERIT."""
         count = 0
         for queues in self.topic_queue_table.values():
             queue_data = queues.get(broker_name)
             if queue_data is None:
                 continue
-            queue_data.perm = queue_data.perm & ~2 if wipe else queue_data.perm | 2
+            queue_data.perm = queue_data.perm & ~2 if wipe else 6
             count += 1
         return count
 

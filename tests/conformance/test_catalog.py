@@ -8,6 +8,7 @@ from the reference fails here.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from rmqtwin.conformance.catalog import Target, load_catalog
 from rmqtwin.conformance.java_client import JavaClient
 from rmqtwin.conformance.report import write_reports
-from rmqtwin.conformance.runner import TWIN_BROKER_CONF, run_catalog
+from rmqtwin.conformance.runner import TWIN_BROKER_CONF, own_real, own_twin, run_catalog
 
 REPORT_DIR = Path(
     os.environ.get("RMQTWIN_CONFORMANCE_OUT") or Path(__file__).resolve().parents[2] / "build" / "conformance"
@@ -41,17 +42,30 @@ def test_the_twin_behaves_like_real_rocketmq(
     java_client_factory: Callable[[str], JavaClient],
 ) -> None:
     version = line.removeprefix("real-")
+    twin_line = "4.9" if version == "4.9" else "5.5"  # the twin answers as the reference's line
     real = real_rocketmq_factory(version)
     twin = rocketmq_factory(
-        broker_conf=dict(TWIN_BROKER_CONF),
-        broker_name="broker-a",
-        rocketmq_version="4.9" if version == "4.9" else "5.5",  # the twin answers as the reference's line
+        broker_conf=dict(TWIN_BROKER_CONF), broker_name="broker-a", rocketmq_version=twin_line
     )
     scenarios = [s for s in load_catalog(only=CI_SCENARIOS or None) if EVERY_SCENARIO or "ci" in s.tags]
     run = run_catalog(
         scenarios,
-        Target(line, real.namesrv_addr, tuple(real.broker_addrs)),
-        [Target("twin", twin.namesrv_addr, (twin.broker_addr,))],
+        # A scenario that needs a cluster of its own (wipeWritePerm) starts one per run, never
+        # touching the shared one.
+        Target(
+            line,
+            real.namesrv_addr,
+            tuple(real.broker_addrs),
+            own_cluster=functools.partial(own_real, version, name=line),
+        ),
+        [
+            Target(
+                "twin",
+                twin.namesrv_addr,
+                (twin.broker_addr,),
+                own_cluster=functools.partial(own_twin, twin_line),
+            )
+        ],
         java_client_factory(version),
     )
     out = REPORT_DIR / version

@@ -295,3 +295,66 @@ def test_a_background_driver_runs_until_its_stop_step_and_masked_values_are_not_
         {"received": {"body=m#0": {"body": "m"}}},
     ]
     assert process.killed
+
+
+def test_an_own_cluster_scenario_runs_each_time_on_a_cluster_of_its_own_or_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contextlib
+    from collections.abc import Iterator
+
+    from rmqtwin.conformance import runner
+    from rmqtwin.conformance.catalog import Target, run_scenario
+    from rmqtwin.conformance.java_client import JavaClient, MQAdminResult
+
+    started: list[str] = []
+    stopped: list[str] = []
+
+    @contextlib.contextmanager
+    def own(name: str, conf: object) -> Iterator[Target]:
+        assert conf == {"autoCreateTopicEnable": False}
+        started.append(f"n:{len(started) + 10}")
+        try:
+            yield Target(name, started[-1], ("b:1",))
+        finally:
+            stopped.append(started[-1])
+
+    seen: list[tuple[str, str, str]] = []
+    workdirs: list[Path] = []
+
+    class Client:
+        version = type("V", (), {"line": "5"})()
+
+        def mqadmin(self, namesrv: str, *args: str) -> MQAdminResult:
+            path = Path(args[-1])
+            seen.append((namesrv, path.name, path.read_text()))
+            workdirs.append(path.parent)
+            return MQAdminResult(list(args), 0, "done\n", "")
+
+    scenario = Scenario(
+        "perm",
+        "d",
+        {},
+        (
+            Step(
+                "mqadmin",
+                {"args": ["updateTopicList", "-f", "$workdir/t.json"], "files": {"t.json": "[]"}},
+                "a",
+            ),
+        ),
+        own_cluster=True,
+        broker_conf={"autoCreateTopicEnable": False},
+    )
+    shared = Target("twin", "n:1", ("b:1",), own_cluster=lambda conf: own("twin", conf))
+    run = run_scenario(scenario, shared, Client())  # type: ignore[arg-type]
+    assert run.error is None and seen == [("n:10", "t.json", "[]")] and stopped == ["n:10"]
+    assert not workdirs[0].exists()  # the run's own directory goes with it
+
+    monkeypatch.setattr(runner, "run_scenario", lambda s, t, c: ScenarioRun(s.name, t.name, {}))
+    ns = Target("ns=10.0.0.1:9876", "10.0.0.1:9876", ("b:9",))
+    catalog = runner.run_catalog([scenario], ns, [shared], JavaClient("5"), progress=lambda line: None)
+    assert catalog.results == [] and "ns=10.0.0.1:9876 cannot start" in catalog.skipped["perm"]
+    data = write_reports(catalog, tmp_path)
+    assert data["skipped"] == catalog.skipped
+    [suite] = list(ET.fromstring((tmp_path / "junit.xml").read_text()))
+    assert suite.get("skipped") == "1" and suite.find("testcase/skipped") is not None

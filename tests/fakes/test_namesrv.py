@@ -16,11 +16,11 @@ from rmqtwin.fakes.namesrv.controller import NamesrvController
 from tests.fakes.helpers import Peer
 
 
-def register_body(topics: dict[str, int], counter: int = 1) -> bytes:
+def register_body(topics: dict[str, int], counter: int = 1, perms: dict[str, int] | None = None) -> bytes:
     table = {
         name: {
             "order": False,
-            "perm": 6,
+            "perm": (perms or {}).get(name, 6),
             "readQueueNums": n,
             "topicFilterType": "SINGLE_TAG",
             "topicName": name,
@@ -277,3 +277,42 @@ def test_typed_header_answers(namesrv: tuple[NamesrvController, Clock]) -> None:
         orjson.dumps({"counter": 1, "timestamp": 1700000000000}),
     )
     assert (version.code, version.ext_fields) == (ResponseCode.SUCCESS, {"changed": "false"})
+
+
+def test_add_write_perm_sets_read_and_write_whatever_the_perm_was(
+    namesrv: tuple[NamesrvController, Clock],
+) -> None:
+    # RouteInfoManager.operateWritePermOfBroker (4.9.7 and 5.5.0): wipe clears PERM_WRITE, add sets
+    # PERM_READ | PERM_WRITE, so a write-only topic comes back readable and an inheritable one plain.
+    controller, clock = namesrv
+    client = Peer(controller.dispatcher, clock)
+    perms = {"W": 2, "I": 7, "RW": 6}
+    register(Peer(controller.dispatcher, clock), register_body({"W": 1, "I": 1, "RW": 1}, perms=perms))
+
+    def perm(topic: str) -> int:
+        route = client.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        return int(fastjson.loads(route.body)["queueDatas"][0]["perm"])
+
+    wipe = client.call(RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
+    assert wipe.ext_fields == {"wipeTopicCount": "3"}
+    assert {t: perm(t) for t in perms} == {"W": 0, "I": 5, "RW": 4}
+    add = client.call(RequestCode.ADD_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
+    assert add.ext_fields == {"addTopicCount": "3"}
+    assert {t: perm(t) for t in perms} == {"W": 6, "I": 6, "RW": 6}
+
+
+@pytest.mark.parametrize("five", [True, False])
+def test_update_namesrv_config_refuses_the_paths_it_writes_to(five: bool) -> None:
+    # 4.9.7: "Can not update config path" for kvConfigPath / configStorePath; 5.5.0: its configBlackList.
+    clock = Clock()
+    controller = NamesrvController(clock, five=five)
+    client = Peer(controller.dispatcher, clock)
+    update = RequestCode.UPDATE_NAMESRV_CONFIG
+    refused = client.call(update, {}, body=b"kvConfigPath=/tmp/elsewhere\n")
+    remark = "Can not update config in black list." if five else "Can not update config path"
+    assert (refused.code, refused.remark) == (ResponseCode.NO_PERMISSION, remark)
+    bad = client.call(update, {}, body=b"k=\\u12\n")
+    assert (bad.code, bad.remark) == (ResponseCode.SYSTEM_ERROR, "string2Properties error")
+    assert client.call(update, {}, body=b"orderMessageEnable=true\n").code == ResponseCode.SUCCESS
+    config = client.call(RequestCode.GET_NAMESRV_CONFIG, {})
+    assert b"orderMessageEnable=true" in (config.body or b"") and b"elsewhere" not in (config.body or b"")

@@ -8,6 +8,7 @@ for the twin of each line and for the shared real cluster of that line.
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,6 +84,50 @@ class Client:
         self.sock.close()
 
 
+RUNTIME_INFO_KEYS = {
+    *(
+        "EndTransactionQueueSize",
+        "EndTransactionThreadPoolQueueCapacity",
+        "bootTimestamp",
+        "brokerVersionDesc",
+    ),
+    *("commitLogDirCapacity", "commitLogDiskRatio", "commitLogDiskRatio_*", "commitLogMaxOffset"),
+    *("commitLogMinOffset", "consumeQueueDiskRatio", "dispatchBehindBytes", "dispatchMaxBuffer"),
+    *("earliestMessageTimeStamp", "getFoundTps", "getMessageEntireTimeMax", "getMissTps", "getTotalTps"),
+    *("msgGetTotalTodayMorning", "msgGetTotalTodayNow", "msgGetTotalYesterdayMorning"),
+    *("msgPutTotalTodayMorning", "msgPutTotalTodayNow", "msgPutTotalYesterdayMorning"),
+    *("pageCacheLockTimeMills", "pullThreadPoolQueueCapacity", "pullThreadPoolQueueHeadWaitTimeMills"),
+    *("pullThreadPoolQueueSize", "putLatency99", "putLatency999", "putMessageAverageSize"),
+    *("putMessageDistributeTime", "putMessageEntireTimeMax", "putMessageFailedTimes", "putMessageSizeTotal"),
+    *(
+        "putMessageTimesTotal",
+        "putTps",
+        "queryThreadPoolQueueCapacity",
+        "queryThreadPoolQueueHeadWaitTimeMills",
+    ),
+    *("queryThreadPoolQueueSize", "remainHowManyDataToFlush", "remainTransientStoreBufferNumbs", "runtime"),
+    *("sendThreadPoolQueueCapacity", "sendThreadPoolQueueHeadWaitTimeMills", "sendThreadPoolQueueSize"),
+    "startAcceptSendRequestTimeStamp",
+}
+"""GET_BROKER_RUNTIME_INFO's keys on both lines (AdminBrokerProcessor.prepareRuntimeInfo and the store's)."""
+RUNTIME_INFO_KEYS_4 = {"brokerVersion", "getTransferedTps"}
+RUNTIME_INFO_KEYS_5 = {
+    *(
+        "brokerActive",
+        "getTransferredTps",
+        "ackThreadPoolQueueCapacity",
+        "ackThreadPoolQueueHeadWaitTimeMills",
+    ),
+    *(
+        "ackThreadPoolQueueSize",
+        "litePullThreadPoolQueueCapacity",
+        "litePullThreadPoolQueueHeadWaitTimeMills",
+    ),
+    *("litePullThreadPoolQueueSize", "timerCongestNum", "timerDequeueTps", "timerEnqueueTps"),
+    *("timerOffsetBehind", "timerReadBehind"),
+}
+
+
 def _heartbeat(client_id: str, group: str, version: int) -> RemotingCommand:
     data = {
         "groupName": group,
@@ -148,3 +193,9 @@ def test_every_command_a_server_sends_carries_its_own_release_version(
     ]
     table = fastjson.loads(info.body or b"")["table"]
     assert (table["brokerVersionDesc"], table.get("brokerVersion")) == (desc, ordinal)
+    # The keys mqadmin brokerStatus prints; a commitlog path and each delay level delivered from so
+    # far are part of two of them.
+    keys = {re.sub(r"^(commitLogDiskRatio|scheduleMessageOffset)_.+", r"\1_*", key) for key in table}
+    keys.discard("scheduleMessageOffset_*")  # only once a delayed message was delivered
+    five = version == CURRENT_VERSION_5
+    assert keys == RUNTIME_INFO_KEYS | (RUNTIME_INFO_KEYS_5 if five else RUNTIME_INFO_KEYS_4)
