@@ -109,10 +109,10 @@ def _real_cell(answer: CodeAnswer | None) -> str:
 
 
 def _conf_keys() -> list[str]:
-    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.fakes.config import REPORTED_ONLY, BrokerConfig
 
     config = BrokerConfig()
-    keys = set(config.to_properties()) - set(config.extra)
+    keys = set(config.to_properties()) - set(config.extra) - set(REPORTED_ONLY)
     return sorted(keys)
 
 

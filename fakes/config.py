@@ -25,6 +25,9 @@ SERVER_RELEASES = {"4.9": "V4_9_7", "5.5": "V5_5_0"}
 """The real release each line answers as (4.9.7 is the newest 4.9 server on Maven Central): its
 ``MQVersion.CURRENT_VERSION`` is the ``version`` of every command the server sends, whatever the
 request's, and its name is GET_BROKER_RUNTIME_INFO's ``brokerVersionDesc``."""
+REPORTED_ONLY = {"filterServerNums": "0", "msgTraceTopicName": "RMQ_SYS_TRACE_TOPIC", "useTLS": "false"}
+"""BrokerConfig keys the twin does not model but reports at the real default, since tools read them
+(mqadmin exportConfigs of 4.9.7 fails on a broker config without them); broker.conf overrides them."""
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
 
@@ -154,6 +157,7 @@ class BrokerConfig:
                 value = self.check_interval_ms
             key = inverse.get(f.name, _camel(f.name))
             out[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        out.update(REPORTED_ONLY)
         out.update(self.extra)
         return out
 

@@ -107,6 +107,7 @@ class TwinServer:
             self.ports.append(port)
             self.namesrv.start()
             self.namesrv_address = f"{host_for_clients}:{_port_of(port)}"
+            self.namesrv.processor.config["listenPort"] = str(_port_of(port))  # GET_NAMESRV_CONFIG
             if opts.faults is not None:
                 install_faults(opts.faults, self.namesrv.dispatcher, self.reactor, self.namesrv_address)
             if opts.metrics is not None:

@@ -111,6 +111,9 @@ class TransactionalMessageCheckService:
     # -- TransactionalMessageServiceImpl.check ---------------------------------------------------
     def check(self, transaction_timeout: int, transaction_check_max: int) -> CheckReport:
         report = CheckReport()
+        # TransactionalMessageBridge.fetchMessageQueues: the first check creates the half topic (one
+        # queue, read-write) when no transaction made it yet, so it is listed (and registered) from then.
+        self.broker.topics.create_in_send_back_method(TRANS_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
         store = self.broker.store
         for queue_id in sorted(store.get_queue_ids(TRANS_HALF_TOPIC)):
             self._check_queue(queue_id, transaction_timeout, transaction_check_max, report)

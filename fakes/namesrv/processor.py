@@ -5,6 +5,7 @@ Unknown codes get REQUEST_CODE_NOT_SUPPORTED, as the 5.x name server answers (4.
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -72,6 +73,63 @@ class KVConfigManager:
         return dict(table) if table else None
 
 
+def namesrv_config_defaults(five: bool, listen_port: int = 9876) -> dict[str, str]:
+    """What GET_NAMESRV_CONFIG lists (``Configuration`` over NamesrvConfig and NettyServerConfig, the
+    line's fields at their defaults; user.home and ROCKETMQ_HOME are this process's)."""
+    home = os.path.expanduser("~")
+    config = {
+        "rocketmqHome": os.environ.get("ROCKETMQ_HOME", os.getcwd()),
+        "kvConfigPath": os.path.join(home, "namesrv", "kvConfig.json"),
+        "configStorePath": os.path.join(home, "namesrv", "namesrv.properties"),
+        "productEnvName": "center",
+        "clusterTest": "false",
+        "orderMessageEnable": "false",
+    }
+    if five:
+        config |= {
+            "returnOrderTopicConfigToBroker": "true",
+            "clientRequestThreadPoolNums": "8",
+            "defaultThreadPoolNums": "16",
+            "clientRequestThreadPoolQueueCapacity": "50000",
+            "defaultThreadPoolQueueCapacity": "10000",
+            "scanNotActiveBrokerInterval": "5000",
+            "unRegisterBrokerQueueCapacity": "3000",
+            "supportActingMaster": "false",
+            "enableAllTopicList": "true",
+            "enableTopicList": "true",
+            "notifyMinBrokerIdChanged": "false",
+            "enableControllerInNamesrv": "false",
+            "needWaitForService": "false",
+            "waitSecondsForService": "45",
+            "deleteTopicWithBrokerRegistration": "false",
+            "configBlackList": "configBlackList;configStorePath;kvConfigPath",
+            "bindAddress": "0.0.0.0",
+        }
+    config |= {
+        "listenPort": str(listen_port),
+        "serverWorkerThreads": "8",
+        "serverCallbackExecutorThreads": "0",
+        "serverSelectorThreads": "3",
+        "serverOnewaySemaphoreValue": "256",
+        "serverAsyncSemaphoreValue": "64",
+        "serverChannelMaxIdleTimeSeconds": "120",
+        "serverSocketSndBufSize": "0",
+        "serverSocketRcvBufSize": "0",
+        "writeBufferHighWaterMark": "0",
+        "writeBufferLowWaterMark": "0",
+        "serverSocketBacklog": "1024",
+        "serverPooledByteBufAllocatorEnable": "true",
+        "useEpollNativeSelector": "false",
+    }
+    if five:
+        config |= {
+            "serverNettyWorkerGroupEnable": "true",
+            "enableShutdownGracefully": "false",
+            "shutdownWaitTimeSeconds": "30",
+        }
+    return config
+
+
 class NamesrvProcessor:
     """Builds the name server's dispatch table over a route manager and a KV store."""
 
@@ -90,7 +148,7 @@ class NamesrvProcessor:
         self.kv = KVConfigManager()
         self.clock = clock
         self.order_message_enable = order_message_enable
-        self.config = config if config is not None else {"orderMessageEnable": "false"}
+        self.config = config if config is not None else namesrv_config_defaults(five)
         # 4.9.7's DefaultRequestProcessor answers an unknown code with nothing; 5.5.0's with
         # REQUEST_CODE_NOT_SUPPORTED (conformance/data/request-codes-*.json).
         self.dispatcher = Dispatcher("namesrv", unknown_code_answer=five)
