@@ -122,6 +122,10 @@ DRIVER_FIELDS = frozenset({"event", "elapsedMs", "attempt", "thread", "t", "ts",
 _VAR_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 Observation = dict[str, Any]
+RequestFn = Callable[
+    [str, int, Mapping[str, str] | None, bytes | None], tuple[int, str | None, bytes, dict[str, str]]
+]
+"""One raw request: (address, code, ext fields, body) -> (code, remark, body, ext fields)."""
 
 
 @dataclass(frozen=True)
@@ -251,8 +255,7 @@ def run_scenario(
     target: Target,
     client: JavaClient,
     *,
-    request: Callable[[str, int, Mapping[str, str] | None, bytes | None], tuple[int, str | None, bytes]]
-    | None = None,
+    request: RequestFn | None = None,
 ) -> ScenarioRun:
     """Run every step against ``target`` (on a cluster of the run's own for an ``own_cluster``
     scenario); a step that fails ends the run with ``error`` set."""
@@ -303,8 +306,6 @@ def run_scenario(
 # ---------------------------------------------------------------------------------------------
 # Actions
 
-RequestFn = Callable[[str, int, Mapping[str, str] | None, bytes | None], tuple[int, str | None, bytes]]
-
 
 class Context(dict[str, str]):
     """The run's variables (a step's ``capture`` adds to them) and its drivers left running."""
@@ -325,8 +326,8 @@ Action = Callable[[Mapping[str, Any], Target, JavaClient, RequestFn, Context], O
 
 def raw_request(
     addr: str, code: int, ext: Mapping[str, str] | None = None, body: bytes | None = None
-) -> tuple[int, str | None, bytes]:
-    """One request through rmqtwin's codec over a fresh connection: (code, remark, body)."""
+) -> tuple[int, str | None, bytes, dict[str, str]]:
+    """One request through rmqtwin's codec over a fresh connection: (code, remark, body, ext fields)."""
     import socket
 
     from rmqtwin.codec.command import create_request
@@ -344,7 +345,8 @@ def raw_request(
             for event in conn.receive_data(data):
                 if isinstance(event, ResponseReceived):
                     answer = event.command
-                    return int(answer.code), answer.remark, bytes(answer.body or b"")
+                    fields = {str(k): str(v) for k, v in (answer.ext_fields or {}).items()}
+                    return int(answer.code), answer.remark, bytes(answer.body or b""), fields
 
 
 def _create_topic(
@@ -470,26 +472,36 @@ def _mqadmin(
         lines = sorted(set(lines))
     if args.get("sort"):  # printed in an order that means nothing (a java.util.Properties)
         lines = sorted(lines)
-    failure = next(
-        (line.strip() for line in (result.stdout + "\n" + result.stderr).splitlines() if "Exception" in line),
-        None,
-    )
-    return {"ok": result.ok, "failure": failure, "lines": [" ".join(line.split()) for line in lines]}
+    printed = (result.stdout + "\n" + result.stderr).splitlines()
+    failure = next((line.strip() for line in printed if "Exception" in line), None)
+    # SubCommandException says only which command failed; the root cause says why.
+    cause = next((line.strip() for line in reversed(printed) if line.startswith("Caused by:")), None)
+    observation: Observation = {
+        "ok": result.ok,
+        "failure": failure,
+        "lines": [" ".join(x.split()) for x in lines],
+    }
+    if cause is not None:
+        observation["cause"] = cause
+    return observation
 
 
 def _request(
     args: Mapping[str, Any], target: Target, client: JavaClient, send: RequestFn, context: Context
 ) -> Observation:
-    """A raw request (the careless client): ``to`` broker or namesrv, ``code``, ``ext``, ``body``."""
+    """A raw request (the careless client): ``to`` broker or namesrv, ``code``, ``ext``, ``body``;
+    ``observeBody`` adds the answer's body, ``observeExt = ["offset"]`` those fields of its header."""
     addr = target.namesrv_addr if args.get("to") == "namesrv" else target.broker_addrs[0]
     body = args.get("body")
     raw = body.encode() if isinstance(body, str) else None
-    code, remark, answer = send(
+    code, remark, answer, fields = send(
         addr, int(args["code"]), {str(k): str(v) for k, v in args.get("ext", {}).items()}, raw
     )
     observation: Observation = {"code": code, "remark": remark}
     if args.get("observeBody"):
         observation["body"] = answer.decode("utf-8", "replace")
+    for name in args.get("observeExt", ()):
+        observation[f"ext.{name}"] = fields.get(str(name))
     return observation
 
 
