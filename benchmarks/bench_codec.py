@@ -182,6 +182,31 @@ def _header_rows(number: int, rounds: int) -> dict[str, float]:
     return figures
 
 
+def _typed_header_rows(number: int, rounds: int) -> dict[str, float]:
+    """The typed header classes, which every request and answer passes through after the command: the
+    send request's ext fields into the V1 header the broker works with, and the send answer's header
+    into ext fields."""
+    from rmqtwin.codec.headers import SendMessageResponseHeader, send_v2_as_v1, to_ext_fields
+
+    answer = SendMessageResponseHeader(
+        msg_id="7F00000100002A9F0000000000000000",
+        queue_id=3,
+        queue_offset=42,
+        msg_region="DefaultRegion",
+        trace_on=True,
+    )
+    t = _interleaved_best_us(
+        {
+            "typed": (partial(send_v2_as_v1, SEND_V2_EXT), number),
+            "ext": (partial(to_ext_fields, answer), number),
+        },
+        rounds,
+    )
+    print(f"{'typed SEND_MESSAGE_V2 request header (from ext)':<46}{t['typed']:10.2f}")
+    print(f"{'typed send answer header (to ext)':<46}{t['ext']:10.2f}")
+    return {"typed send header us": t["typed"], "typed send answer to ext us": t["ext"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
@@ -194,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine reference: sum(range(100)) {_best_us(lambda: sum(range(100)), number, repeat):.2f} µs")
     print(load_note())
     figures: Figures = dict(_header_rows(number, repeat))
+    figures.update(_typed_header_rows(number, repeat))
     print()
     print(f"{'operation':<46}{'hot µs':>10}{'constr. µs':>11}{'ratio':>8}")
     request = create_request(RequestCode.SEND_MESSAGE_V2, dict(SEND_V2_EXT), b"x" * 256, opaque=12345)
