@@ -22,10 +22,11 @@ from twisted.web.resource import Resource
 from twisted.web.server import Request, Site
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.frame import ONEWAY_FLAG, RESPONSE_FLAG
 from rmqtwin.proxy.capture import DIR_TO_SERVER, FLAG_RAW
 from rmqtwin.proxy.faults import FaultEngine, FaultRule, FrameFacts
 from rmqtwin.proxy.session import Command, Hook
-from rmqtwin.proxy.wire import peek_header
+from rmqtwin.proxy.wire import peek_summary
 
 __all__ = [
     "LATENCY_BUCKETS",
@@ -192,23 +193,33 @@ class MetricsHook(Hook):
         metrics = self.metrics
         common = metrics.common
         size = 0
+        to_server = direction == DIR_TO_SERVER
         for frame in frames:
             size += len(frame)
-            peek = peek_header(frame)
-            if peek is None:
-                continue
-            if not peek.is_response:
-                facts = FrameFacts.of(peek.code, peek.ext_fields)
-                common.request(peek.code)
-                if not peek.is_oneway:
-                    self.waiting[(direction, peek.opaque)] = (facts, stamp)
+            # One header parse per frame, no copy and no ext map: a request's facts (code, topic, group)
+            # or a response's summary, guessing by direction (clients mostly send requests).
+            request = FrameFacts.of_request(frame) if to_server else None
+            if request is None:
+                summary = peek_summary(frame)
+                if summary is None:
+                    continue
+                _, code, opaque, flag = summary
+                if not flag & RESPONSE_FLAG:  # a broker's request to the client (a check-back)
+                    request = FrameFacts.of_request(frame)
+                    if request is None:
+                        continue
+            if request is not None:
+                facts, opaque, flag, _ = request
+                common.request(facts.code)
+                if not flag & ONEWAY_FLAG:
+                    self.waiting[(direction, opaque)] = (facts, stamp)
                     if len(self.waiting) > 65536:  # answers that never came
                         del self.waiting[next(iter(self.waiting))]
             else:
-                asked = self.waiting.pop((direction ^ 1, peek.opaque), None)
+                asked = self.waiting.pop((direction ^ 1, opaque), None)
                 if asked is not None:
-                    common.answer(asked[0], peek.code, (stamp - asked[1]) / 1e9)
-        (metrics._to_server if direction == DIR_TO_SERVER else metrics._to_client).inc(size)
+                    common.answer(asked[0], code, (stamp - asked[1]) / 1e9)
+        (metrics._to_server if to_server else metrics._to_client).inc(size)
 
 
 class _MetricsResource(Resource):
