@@ -50,7 +50,8 @@ def measure(label: str, start: Callable[[], Started], args: argparse.Namespace) 
     try:
         time.sleep(2)
         idle = rss_kib(pids())
-        topic = f"Bench_{label}_{os.getpid()}"
+        name = label.replace("+", "_")  # topic and group names allow [%|a-zA-Z0-9_-] only
+        topic = f"Bench_{name}_{os.getpid()}"
         cpu_before = cpu_seconds(pids())
         with PeakRss(pids) as peak, _profiled(pids, profile_dir, "twin-send.txt"):
             summary = (
@@ -75,7 +76,7 @@ def measure(label: str, start: Callable[[], Started], args: argparse.Namespace) 
             drained = client.push_consumer(
                 namesrv,
                 topic,
-                group=f"bench_{label}",
+                group=f"bench_{name}",
                 expect=expect,
                 timeoutMs=600_000,
                 consumeThreads=16,
