@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from common import PeakRss, Profile, cpu_seconds, load_note, profile_top, rss_kib, write_figures
+from common import PeakRss, Profile, cpu_seconds, fmt, load_note, profile_top, rss_kib, write_figures
 
 from rmqtwin.conformance.java_client import JavaClient
 from rmqtwin.conformance.launcher import RealRocketMQ
@@ -177,12 +177,6 @@ COLUMNS = (
 WARMUP_MS = 1000
 """One producer thread's sends before the measured run: route, topic creation, JIT. Their server CPU
 falls in the send window too (about 1% of the sends), alike for both targets."""
-
-
-def fmt(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:,.2f}"
-    return str(value)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,8 @@ import argparse
 import sys
 from typing import Any
 
+from common import fmt
+
 from rmqtwin.conformance.java_client import JavaClient
 from rmqtwin.conformance.launcher import RealRocketMQ
 
@@ -50,12 +52,6 @@ def run_one(
         inflight=args.inflight,
     ).check()
     return result.summary
-
-
-def fmt(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:,.2f}"
-    return str(value)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -86,6 +86,13 @@ class PeakRss:
         self._thread.join()
 
 
+def fmt(value: object) -> str:
+    """A figure for a table: floats with thousands separators and two decimals."""
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    return str(value)
+
+
 def load_note() -> str:
     """The load averages, printed beside figures measured on a shared machine."""
     one, five, fifteen = os.getloadavg()

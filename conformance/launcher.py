@@ -604,7 +604,8 @@ DEFAULT_BROKER_CONF: dict[str, object] = {
     "osPageCacheBusyTimeOutMills": 10_000,
 }
 
-_live: weakref.WeakSet[RealRocketMQ] = weakref.WeakSet()
+_live: weakref.WeakSet[RealRocketMQ | RealRocketMQProxy] = weakref.WeakSet()
+"""Clusters and proxies started and not yet stopped."""
 
 
 @atexit.register
@@ -990,7 +991,7 @@ class RealRocketMQProxy:
             self.remoting_port = free_port()
         conf = home / "conf" / "rmq-proxy.json"
         conf.write_text(json.dumps(self.config(), indent=2))
-        _live_proxies.add(self)
+        _live.add(self)
         self.process = start_java(
             "proxy",
             home,
@@ -1037,19 +1038,9 @@ class RealRocketMQProxy:
         if self.process is not None:
             self.process.terminate()
             self.process.wait_or_kill(timeout)
-        _live_proxies.discard(self)
+        _live.discard(self)
         if self.work_dir is not None and self._work_dir_given is None:
             shutil.rmtree(self.work_dir, ignore_errors=True)
-
-
-_live_proxies: weakref.WeakSet[RealRocketMQProxy] = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_leftover_proxies() -> None:
-    for instance in list(_live_proxies):
-        with contextlib.suppress(Exception):
-            instance.stop(timeout=5.0)
 
 
 def main_fetch(versions: list[str]) -> int:

@@ -146,11 +146,8 @@ class _Synth:
 
     # ---- clients
 
-    def producer(self, n: int, topic: str, group: str, start: int) -> None:
-        ser = SerializeType.ROCKETMQ if n % 3 == 0 else SerializeType.JSON
-        ns = self.open(n, NAMESRV, ser, start)
-        broker = self.open(n, BROKER, ser, start + 1000)
-        rng = self.rng
+    def route_queries(self, ns: _Conn, topic: str) -> Callable[[int], None]:
+        """A client's GET_ROUTEINFO_BY_TOPIC every 30 s on its namesrv connection."""
 
         def route(now: int) -> None:
             req = self.request(ns, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, None, now)
@@ -158,10 +155,18 @@ class _Synth:
                 ns,
                 req,
                 ResponseCode.SUCCESS,
-                now + rng.randint(80_000, 400_000),
+                now + self.rng.randint(80_000, 400_000),
                 body=b'{"brokerDatas":[],"queueDatas":[]}',
             )
             self.at(now + 30_000_000_000, route)
+
+        return route
+
+    def producer(self, n: int, topic: str, group: str, start: int) -> None:
+        ser = SerializeType.ROCKETMQ if n % 3 == 0 else SerializeType.JSON
+        ns = self.open(n, NAMESRV, ser, start)
+        broker = self.open(n, BROKER, ser, start + 1000)
+        rng = self.rng
 
         def heartbeat(now: int) -> None:
             body = f'{{"clientID":"10.0.1.{n}@{n}","producerDataSet":[{{"groupName":"{group}"}}]}}'.encode()
@@ -242,7 +247,7 @@ class _Synth:
                 )
             self.at(now + rng.randint(2_000_000, 20_000_000), send)
 
-        self.at(start + 2000, route)
+        self.at(start + 2000, self.route_queries(ns, topic))
         self.at(start + 3000, heartbeat)
         self.at(start + 5_000_000, send)
 
@@ -252,17 +257,6 @@ class _Synth:
         broker = self.open(n, BROKER, ser, start + 1000)
         rng = self.rng
         offsets = dict.fromkeys(range(4), 0)
-
-        def route(now: int) -> None:
-            req = self.request(ns, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, None, now)
-            self.respond(
-                ns,
-                req,
-                ResponseCode.SUCCESS,
-                now + rng.randint(80_000, 400_000),
-                body=b'{"brokerDatas":[],"queueDatas":[]}',
-            )
-            self.at(now + 30_000_000_000, route)
 
         def pull(queue_id: int) -> object:
             def run(now: int) -> None:
@@ -333,7 +327,7 @@ class _Synth:
 
             return run
 
-        self.at(start + 2000, route)
+        self.at(start + 2000, self.route_queries(ns, topic))
         for queue_id in range(4):
             self.at(start + 10_000_000 + queue_id, pull(queue_id))
 
