@@ -267,8 +267,8 @@ def _more_request_cases(topic: str, group: str, client: str) -> Iterator[Case]:
         _request(RequestCode.HEART_BEAT, {}, client=client),
     )
     for name, what, body in (
-        ("string", "a JSON string", b'"heartbeat"'),
-        ("array", "a JSON array", b"[1,2]"),
+        ("string", "a JSON string for a body", b'"heartbeat"'),
+        ("array", "a JSON array for a body", b"[1,2]"),
         ("null-consumer", "a null consumer", b'{"clientID":"c","consumerDataSet":[null]}'),
         ("consumer-string", "a consumer that is a string", b'{"clientID":"c","consumerDataSet":["x"]}'),
         ("no-group", "a consumer without a group name", b'{"clientID":"c","consumerDataSet":[{}]}'),
@@ -281,7 +281,7 @@ def _more_request_cases(topic: str, group: str, client: str) -> Iterator[Case]:
     ):
         yield Case(
             f"heartbeat-{name}-c{client}",
-            f"HEART_BEAT whose body is {what} (fuzz finding)",
+            f"HEART_BEAT with {what} (fuzz finding)",
             _request(RequestCode.HEART_BEAT, {}, body, client=client),
         )
     yield Case(
