@@ -9,6 +9,8 @@ group), so the shared twins and clusters are left as they were found.
 
 from __future__ import annotations
 
+import base64
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -199,6 +201,26 @@ def test_duplicated_delivery_reaches_the_listener_twice(
     assert faulty.hits(rule) == 1
     assert [(e["msgId"], e["queueOffset"]) for e in result.received] == [(sent["msgId"], 0)] * 2
     assert result.summary["deliveries"] == 2
+
+
+def test_corrupted_delivery_fails_its_body_crc(faulty: Faulty, unique_name: Callable[[str], str]) -> None:
+    """Neither client line checks body CRCs when it consumes: the corrupted message reaches the listener,
+    and its body no longer matches the bodyCRC the broker stored, which is what a checking consumer sees.
+    Flipping the first byte back gives the stored CRC again, so nothing else was changed."""
+    topic, group = unique_name("FaultCorrupt"), unique_name("cg")
+    faulty.target.create_topic(topic, queues=1)  # one queue: the first pull answer holds the message
+    [sent] = faulty.client.producer(faulty.namesrv, topic, group=unique_name("pg"), count=1).check().sent
+    rule = faulty.faults.add(effect="corrupt", codes=["PULL_MESSAGE"], topic=topic, group=group, count=1)
+    result = faulty.client.push_consumer(
+        faulty.namesrv, topic, group, expect=1, settleMs=1000, timeoutMs=60_000
+    ).check()
+    assert faulty.hits(rule) == 1
+    [got] = result.received
+    assert got["msgId"] == sent["msgId"]
+    body = base64.b64decode(got["bodyBase64"]) if "bodyBase64" in got else str(got["body"]).encode()
+    restored = bytes([body[0] ^ 0xFF]) + body[1:]
+    assert zlib.crc32(body) & 0x7FFFFFFF != got["bodyCRC"]  # UtilAll.crc32: CRC32 & 0x7FFFFFFF
+    assert zlib.crc32(restored) & 0x7FFFFFFF == got["bodyCRC"]
 
 
 def test_connection_reset_mid_run_of_sends_recovers(
