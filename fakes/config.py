@@ -88,6 +88,9 @@ class BrokerConfig:
     in_sync_replicas: int = 1
     """5.x: replicas (the master included) a SYNC_MASTER send waits for; 1 waits for none."""
     slave_read_enable: bool = False
+    access_message_in_memory_max_ratio: int = 40
+    """A pull reading further behind the commitlog's end than this % of the machine's memory is told to
+    read from the slave (``suggestWhichBrokerId``, with ``slaveReadEnable``)."""
     mapped_file_size_commit_log: int = 1024 * 1024 * 1024
     mapped_file_size_consume_queue: int = 300_000 * 20
     max_message_size: int = 4 * 1024 * 1024

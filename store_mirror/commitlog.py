@@ -350,9 +350,10 @@ class CommitLog:
                 mf.wrote_position = start_offset - mf.file_from_offset
             return mf.append(data)
 
-    def complete_records(self, start: int) -> tuple[list[DispatchRequest], int]:
-        """The whole records from ``start`` on and where the next begins (the reput of a slave, whose
-        log may end inside a record the master is still sending)."""
+    def complete_records(self, start: int, check_crc: bool = False) -> tuple[list[DispatchRequest], int]:
+        """The whole records from ``start`` on and where the next begins: the one walk of the log
+        (blank records skip to the next file; it stops at the end of data, inside a record still being
+        written, as a slave's log may end while the master sends the rest, or at an invalid record)."""
         out: list[DispatchRequest] = []
         offset = start
         end = self.get_max_offset()
@@ -369,9 +370,9 @@ class CommitLog:
                 continue
             if total <= 0 or pos + total > mf.wrote_position:
                 break
-            req = self.check_message(mf.mm, pos, mf.wrote_position, False)
+            req = self.check_message(mf.mm, pos, mf.wrote_position, check_crc)
             if not req.success or req.msg_size <= 0:
-                log.warning("commitlog: no record at %d, the slave's reput stops there", offset)
+                log.warning("commitlog: no valid record at %d, the walk stops there", offset)
                 break
             out.append(req)
             offset += req.msg_size
@@ -430,24 +431,8 @@ class CommitLog:
         return read_store_timestamp(view, 0)
 
     def iter_records(self, start: int, check_crc: bool = False) -> list[DispatchRequest]:
-        """Every valid record from ``start`` to the end of data (blank records skip to the next file)."""
-        out: list[DispatchRequest] = []
-        offset = max(start, self.get_min_offset())
-        end = self.get_max_offset()
-        while offset < end:
-            mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
-            if mf is None:
-                break
-            pos = offset % self.mapped_file_size
-            req = self.check_message(mf.mm, pos, mf.wrote_position, check_crc)
-            if req.success and req.msg_size > 0:
-                out.append(req)
-                offset += req.msg_size
-            elif req.success:
-                offset = self.roll_next_file(offset)
-            else:
-                break
-        return out
+        """Every valid record from ``start`` (at least the log's first offset) to the end of data."""
+        return self.complete_records(max(start, self.get_min_offset()), check_crc)[0]
 
     # ---- retention
 

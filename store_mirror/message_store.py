@@ -149,6 +149,8 @@ class MessageStore(Protocol):
     """
 
     flush_latency: FlushLatency
+    config: MessageStoreConfig
+    """Java's ``getMessageStoreConfig()``: the broker changes some keys at run time (updateBrokerConfig)."""
 
     def load(self) -> bool: ...
 

@@ -422,7 +422,10 @@ class AdminProcessor:
             return response(ResponseCode.SYSTEM_ERROR, "string2Properties error")
         if any(key in CONFIG_BLACK_LIST for key in props):
             return response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
-        self.config.update(props)
+        changed = self.config.update(props)
+        if "accessMessageInMemoryMaxRatio" in changed:  # a MessageStoreConfig key, read on every pull
+            ratio = self.config.access_message_in_memory_max_ratio
+            self.store.config.access_message_in_memory_max_ratio = ratio
         self.config_changed()
         return response()
 

@@ -228,6 +228,7 @@ class BrokerController:
             default_query_max_num=c.default_query_max_num,
             file_reserved_time=c.file_reserved_time,
             flush_disk_type=FlushDiskType[c.flush_disk_type],
+            access_message_in_memory_max_ratio=c.access_message_in_memory_max_ratio,
         )
         return DefaultMessageStore(
             self.store_dir,

@@ -87,6 +87,7 @@ def make_broker(tmp_path: Any, clock: Clock, rocketmq_version: str = "5.5", **pr
         message_delay_level=config.message_delay_level,
         max_message_size=config.max_message_size,
         broker_role=config.broker_role,
+        access_message_in_memory_max_ratio=config.access_message_in_memory_max_ratio,
     )
     store = DefaultMessageStore(
         store_dir,

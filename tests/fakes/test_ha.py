@@ -143,6 +143,27 @@ def test_pull_suggests_the_slave_only_with_slave_read_enable(tmp_path: Path) -> 
         assert answer.ext_fields["suggestWhichBrokerId"] == expected
 
 
+def test_pull_suggests_the_slave_to_a_consumer_behind_access_message_in_memory_max_ratio(
+    tmp_path: Path,
+) -> None:
+    """With the ratio 0 any pull that does not read the log's last byte is "far behind": the answer
+    suggests whichBrokerWhenConsumeSlowly (1); the ratio is read on every pull, so updateBrokerConfig
+    changes it at once, as on real (tests/fakes/test_two_masters.py)."""
+    clock = Clock()
+    broker = make_broker(tmp_path, clock, "4.9", slaveReadEnable="true", accessMessageInMemoryMaxRatio="0")
+    p = peer(broker, clock)
+    send_v2(p, "T", b"m")
+    heartbeat(p, "G", "T")
+    answer = p.call(RequestCode.PULL_MESSAGE, pull_header("G", "T", 0), version=409)
+    assert (answer.code, answer.ext_fields["suggestWhichBrokerId"]) == (ResponseCode.SUCCESS, "1")
+    update = p.call(
+        RequestCode.UPDATE_BROKER_CONFIG, None, b"accessMessageInMemoryMaxRatio=40\n", version=409
+    )
+    assert update.code == ResponseCode.SUCCESS
+    answer = p.call(RequestCode.PULL_MESSAGE, pull_header("G", "T", 0), version=409)
+    assert (answer.code, answer.ext_fields["suggestWhichBrokerId"]) == (ResponseCode.SUCCESS, "0")
+
+
 def test_a_55_slave_without_slave_read_enable_turns_pulls_away(tmp_path: Path) -> None:
     clock = Clock()
     slave = make_broker(tmp_path, clock, "5.5", brokerRole="SLAVE", brokerId="1")

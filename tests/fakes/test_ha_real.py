@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,11 +120,47 @@ def twin_process(tmp_path: Path) -> Iterator[Callable[..., RunningTwin]]:
             twin.process.wait(30)
 
 
+@dataclass
+class Pair:
+    """A master and its slave registered with one name server, one side a twin, the other real."""
+
+    line: str
+    namesrv: str
+    master_addr: str
+    master_store: str | Path
+    slave_addr: str
+    slave_store: str | Path
+    kill_master: Callable[[], None]
+
+
+def check_replication(pair: Pair, topic: str, slave_output: Callable[[], str] = str) -> None:
+    """20 sends of the real client: the slave's commitlog becomes the master's byte for byte, it copies
+    the topic, refuses writes as its line does, mqadmin lists both; with the master killed a consumer
+    reads all 20 from the slave."""
+    client = JavaClient(pair.line)
+    sent = client.producer(pair.namesrv, topic, count=20).check().sent
+    master_files = wait_identical(pair.master_store, pair.slave_store)
+    assert used(master_files) > 20 * 100
+    wait_topic_synced(pair.slave_addr, topic)
+    assert_refuses_writes(pair.slave_addr, topic, pair.line)
+    assert_cluster_lists(client, pair.namesrv, pair.master_addr, pair.slave_addr)
+    pair.kill_master()
+    got = client.lite_pull(pair.namesrv, topic, f"{topic}G", expect=20, timeoutMs=60_000).check().received
+    assert sorted(m["msgId"] for m in got) == sorted(m["msgId"] for m in sent), slave_output()
+
+
+def killer(process: subprocess.Popen[Any]) -> Callable[[], None]:
+    def kill() -> None:
+        process.kill()
+        process.wait()
+
+    return kill
+
+
 @pytest.mark.parametrize("line", list(LINES))
 def test_twin_slave_replicates_a_real_master(
     line: str, twin_process: Callable[..., RunningTwin], unique_name: Callable[[str], str]
 ) -> None:
-    topic = unique_name("HaReal")
     with RealRocketMQ(line, broker_conf_overrides={"slaveReadEnable": True}) as real:
         slave = twin_process(
             "slave",
@@ -141,30 +180,22 @@ def test_twin_slave_replicates_a_real_master(
                 "info",
             ],
         )
-        client = JavaClient(line)
-        sent = client.producer(real.namesrv_addr, topic, count=20).check().sent
-        master_files = wait_identical(real.store_dir, slave.store_dir)
-        assert used(master_files) > 20 * 100
-        wait_topic_synced(slave.broker_addr, topic)
-        assert_refuses_writes(slave.broker_addr, topic, line)
-        assert_cluster_lists(client, real.namesrv_addr, real.broker_addr, slave.broker_addr)
-        real.brokers[0].process.kill()
-        real.brokers[0].process.wait()
-        got = (
-            client.lite_pull(real.namesrv_addr, topic, f"{topic}G", expect=20, timeoutMs=60_000)
-            .check()
-            .received
+        pair = Pair(
+            line,
+            real.namesrv_addr,
+            real.broker_addr,
+            real.store_dir,
+            slave.broker_addr,
+            slave.store_dir,
+            killer(real.brokers[0].process),
         )
-        assert sorted(m["msgId"] for m in got) == sorted(m["msgId"] for m in sent), "".join(
-            slave.output[-60:]
-        )
+        check_replication(pair, unique_name("HaReal"), lambda: "".join(slave.output[-60:]))
 
 
 @pytest.mark.parametrize("line", list(LINES))
 def test_real_slave_replicates_a_twin_master(
-    line: str, twin_process: Callable[..., RunningTwin], unique_name: Callable[[str], str], tmp_path: Path
+    line: str, twin_process: Callable[..., RunningTwin], unique_name: Callable[[str], str]
 ) -> None:
-    topic = unique_name("HaTwin")
     version = ["--rocketmq-version", LINES[line]]
     namesrv = twin_process("namesrv", serve_args=["--role", "namesrv", *version])
     master = twin_process(
@@ -176,19 +207,15 @@ def test_real_slave_replicates_a_twin_master(
         },
         serve_args=["--role", "broker", "--namesrv-addr", namesrv.namesrv_addr, *version],
     )
+    assert master.process is not None
     with RealRocketMQ(line, namesrv_addr=namesrv.namesrv_addr, broker_conf_overrides=SLAVE_CONF) as real:
-        client = JavaClient(line)
-        sent = client.producer(namesrv.namesrv_addr, topic, count=20).check().sent
-        master_files = wait_identical(master.store_dir, real.store_dir)
-        assert used(master_files) > 20 * 100
-        wait_topic_synced(real.broker_addr, topic)
-        assert_refuses_writes(real.broker_addr, topic, line)
-        assert_cluster_lists(client, namesrv.namesrv_addr, master.broker_addr, real.broker_addr)
-        master.process.kill()
-        master.process.wait()
-        got = (
-            client.lite_pull(namesrv.namesrv_addr, topic, f"{topic}G", expect=20, timeoutMs=60_000)
-            .check()
-            .received
+        pair = Pair(
+            line,
+            namesrv.namesrv_addr,
+            master.broker_addr,
+            master.store_dir,
+            real.broker_addr,
+            real.store_dir,
+            killer(master.process),
         )
-        assert sorted(m["msgId"] for m in got) == sorted(m["msgId"] for m in sent)
+        check_replication(pair, unique_name("HaTwin"))
