@@ -108,6 +108,8 @@ class RunningTwin:
     server: Any = None
     output: list[str] = field(default_factory=list)
     faults: TwinFaultControl = field(default_factory=TwinFaultControl)
+    brokers: dict[str, str] = field(default_factory=dict)
+    """Every broker of a ``serve --cluster`` twin, ``name@brokerId`` -> address (ready-line order)."""
     _cleanup_dir: str | None = None
 
     @property
@@ -208,6 +210,7 @@ def start_subprocess(
         process=process,
         output=output,
         faults=TwinFaultControl(url=found.get("faults")),
+        brokers=dict(m.split("=", 1) for m in found["brokers"].split(",")) if found.get("brokers") else {},
     )
     threading.Thread(target=_drain, args=(process, output), daemon=True).start()
     return twin

@@ -151,6 +151,9 @@ class MessageStore(Protocol):
     flush_latency: FlushLatency
     config: MessageStoreConfig
     """Java's ``getMessageStoreConfig()``: the broker changes some keys at run time (updateBrokerConfig)."""
+    on_replicated: Callable[[str, int], None] | None
+    """Told (topic, 1) of each record a slave's reput dispatches (Java's reput counts them in the store
+    stats of a SLAVE)."""
 
     def load(self) -> bool: ...
 
@@ -257,6 +260,7 @@ class DefaultMessageStore:
         now_ms: Callable[[], int] | None = None,
     ) -> None:
         self.config = config if config is not None else MessageStoreConfig()
+        self.on_replicated: Callable[[str, int], None] | None = None
         self.config.store_path_root_dir = store_dir
         self.store_dir = store_dir
         self.read_only = read_only
@@ -560,6 +564,8 @@ class DefaultMessageStore:
         requests, self._reput_from = self.commit_log.complete_records(self._reput_from)
         for req in requests:
             self._dispatch(req)
+            if self.on_replicated is not None:
+                self.on_replicated(req.topic, 1)
         return True
 
     def wait_for_flush(self, result: PutMessageResult) -> Deferred[PutMessageStatus]:

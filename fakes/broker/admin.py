@@ -371,7 +371,7 @@ class AdminProcessor:
             "remainHowManyDataToFlush": "0 B",
             "remainTransientStoreBufferNumbs": "2147483647",
             "putMessageEntireTimeMax": "0",
-            "putMessageTimesTotal": str(stats.put_total),
+            "putMessageTimesTotal": str(stats.put_total + stats.replicated_total),
             "putMessageFailedTimes": "0",
             "putMessageSizeTotal": "0",
             "putMessageAverageSize": "0.0",
@@ -384,7 +384,8 @@ class AdminProcessor:
         }
         if five:
             table |= {
-                "brokerActive": "true",
+                # isSpecialServiceRunning: the delay and transaction check services run on masters only
+                "brokerActive": str(not self.config.slave).lower(),
                 "litePullThreadPoolQueueSize": "0",
                 "litePullThreadPoolQueueCapacity": "100000",
                 "litePullThreadPoolQueueHeadWaitTimeMills": "0",

@@ -61,7 +61,10 @@ SLAVE_CHANGE_REMARK = (
     "Can't modify topic or subscription group from slave broker, please execute it from master broker."
 )
 SLAVE_SYNC_DELAY, SLAVE_SYNC_PERIOD = 3.0, 10.0
-"""``handleSlaveSynchronize``: a slave copies its master's tables 3 s after start, then every 10 s."""
+"""4.9.7's ``handleSlaveSynchronize``: a slave copies its master's tables 3 s after start, then every 10 s."""
+SLAVE_SYNC_DELAY_5, SLAVE_SYNC_CHECK_5 = 10.0, 3.0
+"""5.x's ``initializeBrokerScheduledTasks``: from 10 s after start, every 3 s, a round once more than
+``SlaveSynchronize.ROUND_INTERVAL_5`` (60 s) passed since the last (the first about a minute after start)."""
 
 
 def store_host_ip(broker_ip1: str) -> str:
@@ -103,6 +106,8 @@ class BrokerController:
         self.locks = RebalanceLockManager()
         self.stats = BrokerStats(clock.seconds)
         self.store: MessageStore = store if store is not None else self._create_store()
+        if config.slave:  # brokerStatus of a slave counts what it replicated, as each line does
+            self.store.on_replicated = self.stats.on_replicated if config.five else self.stats.on_put
         reput = Reput(self.store, self.stats, self.notify_message_arriving)
         self.schedule = ScheduleMessageService(
             store_dir, config.delay_levels_ms(), self.store, reput, self.now_ms
@@ -353,7 +358,12 @@ class BrokerController:
             self.pop.start()
         if self.ha_client is not None:
             self.ha_client.start()
-        if self.slave_sync is not None:
+        if self.slave_sync is not None and self.config.five:
+            self.slave_sync.last_round = self.clock.seconds()
+            self._slave_sync_start = self.clock.callLater(
+                SLAVE_SYNC_DELAY_5, self._every, SLAVE_SYNC_CHECK_5, self.slave_sync.sync_when_due, now=True
+            )
+        elif self.slave_sync is not None:
             self._slave_sync_start = self.clock.callLater(
                 SLAVE_SYNC_DELAY, self._every, SLAVE_SYNC_PERIOD, self.slave_sync.sync_all, now=True
             )

@@ -23,11 +23,24 @@ log = Logger()
 
 
 class SlaveSynchronize:
+    ROUND_INTERVAL_5 = 60.0
+    """5.x starts a round only once more than this many seconds passed since the last."""
+
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         self.master_addr: str | None = None
         self.synced = 0
         """How many full rounds completed (tests wait on it)."""
+        self.last_round = 0.0
+        """When the last round started (5.x: ``lastSyncTimeMs``, first set when the broker starts)."""
+
+    def sync_when_due(self) -> Deferred[Any] | None:
+        """5.x's check, every 3 s: a round when more than a minute passed since the last."""
+        now = self.broker.clock.seconds()
+        if now - self.last_round <= self.ROUND_INTERVAL_5:
+            return None
+        self.last_round = now
+        return self.sync_all()
 
     def sync_all(self) -> Deferred[Any] | None:
         log.info("slave sync, master {master}", master=self.master_addr)

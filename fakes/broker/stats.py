@@ -60,6 +60,8 @@ class BrokerStats:
         self.now = now
         self.boot = now()
         self.put_total = 0
+        self.replicated_total = 0
+        """Records a slave's reput dispatched (with put_total, the store's ``putMessageTimesTotal``)."""
         self.get_total = 0
         self.topic_put: dict[str, int] = defaultdict(int)
         self._put_window: deque[tuple[float, int]] = deque()
@@ -82,6 +84,12 @@ class BrokerStats:
         self.topic_put[topic] += count
         self._record(self._put_window, count)
         self._item(TOPIC_PUT_NUMS, topic).add(self.now(), count)
+
+    def on_replicated(self, topic: str, count: int) -> None:
+        """A record a slave's reput dispatched: 5.x counts it only in putTps (its msgPutTotalTodayNow is
+        the broker's own sends); 4.9.7 as a put (``on_put``)."""
+        self.replicated_total += count
+        self._record(self._put_window, count)
 
     def on_get(self, topic: str, count: int, group: str | None = None) -> None:
         self.get_total += count

@@ -5,15 +5,11 @@ one of two masters (separate processes, as a real cluster) dies."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from rmqtwin.children import dies_with_parent
 from rmqtwin.codec.codes import RequestCode
 from rmqtwin.conformance.java_client import JavaClient
 from rmqtwin.fakes.pytest_plugin import RunningTwin, start_subprocess
@@ -24,27 +20,12 @@ pytestmark = [pytest.mark.java, pytest.mark.timeout(300)]
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
-    argv = [sys.executable, "-m", "rmqtwin", "serve", "--cluster", request.param, "--host", "127.0.0.1"]
-    argv += ["--namesrv-port", "0", "--broker-port", "0", "--store", str(tmp_path / "store")]
-    process = subprocess.Popen(
-        dies_with_parent(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    assert process.stdout is not None
-    lines: list[str] = []
-    ready: dict[str, str] = {}
-    for line in process.stdout:
-        lines.append(line)
-        if line.startswith("rmqtwin ready:"):
-            ready = dict(part.split("=", 1) for part in line.split()[2:])
-            break
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[RunningTwin]:
+    twin = start_subprocess(str(tmp_path), serve_args=["--cluster", request.param])
     try:
-        assert ready, "".join(lines)
-        threading.Thread(target=process.stdout.read, daemon=True).start()
-        yield ready
+        yield twin
     finally:
-        process.terminate()
-        process.wait(30)
+        twin.stop()
 
 
 def broker_config(addr: str) -> dict[str, str]:
@@ -77,8 +58,8 @@ def broker_config(addr: str) -> dict[str, str]:
     ],
     indirect=["cluster"],
 )
-def test_cluster_list_shows_the_layout(cluster: dict[str, str], roles: dict[str, str]) -> None:
-    members = dict(m.split("=", 1) for m in cluster["brokers"].split(","))
+def test_cluster_list_shows_the_layout(cluster: RunningTwin, roles: dict[str, str]) -> None:
+    members = cluster.brokers
     assert set(members) == set(roles)
     for member, addr in members.items():
         config = broker_config(addr)
@@ -88,7 +69,7 @@ def test_cluster_list_shows_the_layout(cluster: dict[str, str], roles: dict[str,
             broker_id,
             roles[member],
         )
-    shown = _ran(JavaClient("5").mqadmin(cluster["namesrv"], "clusterList"))
+    shown = _ran(JavaClient("5").mqadmin(cluster.namesrv_addr, "clusterList"))
     rows = re.findall(r"^DefaultCluster\s+(broker-[ab])\s+(\d)\s+(\S+)", shown, re.M)
     assert {f"{name}@{bid}": addr for name, bid, addr in rows} == members, shown
 

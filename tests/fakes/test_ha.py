@@ -5,6 +5,8 @@ slave, and where pulls are sent next. The same against real brokers: test_ha_rea
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
@@ -13,6 +15,7 @@ from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.ha import TransferDecoder, encode_report
 from rmqtwin.fakes.broker.controller import SLAVE_CHANGE_REMARK, BrokerController
 from rmqtwin.fakes.broker.ha import HAConnection
+from rmqtwin.fakes.broker.slave_sync import SlaveSynchronize
 from rmqtwin.fakes.dispatch import REJECT_REQUEST_REMARK
 from tests.fakes.helpers import Peer, heartbeat, make_broker, peer, pull_header, send_v2
 
@@ -204,3 +207,16 @@ def test_a_55_slave_refuses_a_server_side_offset_reset(tmp_path: Path) -> None:
     header = {"topic": "T", "group": "G", "timestamp": 0, "isForce": True}
     answer = peer(slave, clock).call(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header, version=513)
     assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_ERROR, "Can not reset offset in slave broker")
+
+
+def test_a_55_slave_copies_its_masters_tables_about_once_a_minute() -> None:
+    """5.5.0 checks every 3 s from 10 s after start and starts a round once more than 60 s passed since
+    the last (lastSyncTimeMs, set at start): rounds at 61 s, 124 s, 187 s (4.9.7: 3 s, then every 10 s)."""
+    clock = Clock()
+    sync = SlaveSynchronize(cast(Any, SimpleNamespace(clock=clock)))
+    rounds: list[float] = []
+    sync.sync_all = lambda: rounds.append(clock.seconds())  # type: ignore[method-assign,assignment,return-value]
+    for at in range(10, 200, 3):
+        clock.advance(at - clock.seconds())
+        sync.sync_when_due()
+    assert rounds == [61, 124, 187]

@@ -5,12 +5,17 @@ import com.google.gson.JsonObject;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.rocketmq.client.exception.MQBrokerException;
+import org.apache.rocketmq.client.hook.SendMessageContext;
+import org.apache.rocketmq.client.hook.SendMessageHook;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.MessageQueueSelector;
@@ -32,12 +37,19 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * batchSize, sendTimeoutMs, retryTimes, compressOver, maxMessageSize, expectChecks, timeoutMs,
  * trace (enableMsgTrace: trace records to RMQ_SYS_TRACE_TOPIC or traceTopic), settleMs (linger before
  * shutdown), acl {accessKey, secretKey} (sign with AclClientRPCHook), heartbeat (send the heartbeat that
- * registers the producer group with the brokers once the route is known, not 30 s later).
+ * registers the producer group with the brokers once the route is known, not 30 s later), intervalMs (pause
+ * between the sends of a sync/async/oneway run), sendLatencyFaultEnable, pollNameServerIntervalMs (how often
+ * the client refreshes its routes; 30 s by default), attempts (report every attempt the client makes, retries
+ * included, as "attempt" events: index, brokerName, queueId, brokerAddr, outcome = the send status, "code N"
+ * for a broker's refusal or the exception's simple name, ts and latencyMs; the summary gets attemptOutcomes, the distinct
+ * "brokerName outcome" pairs, sorted).
  */
 public final class Producer {
     private static final AtomicInteger OK = new AtomicInteger();
     private static final AtomicInteger FAILED = new AtomicInteger();
     private static final AtomicInteger CHECKS = new AtomicInteger();
+    private static final Map<Message, Integer> INDEX = new IdentityHashMap<>();
+    private static final TreeSet<String> OUTCOMES = new TreeSet<>();
 
     private Producer() {
     }
@@ -75,6 +87,16 @@ public final class Producer {
         producer.setCompressMsgBodyOverHowmuch((int) Events.num(spec, "compressOver", 4096));
         producer.setMaxMessageSize((int) Events.num(spec, "maxMessageSize", 4 * 1024 * 1024));
         producer.setVipChannelEnabled(Events.bool(spec, "vipChannel", false));
+        producer.setSendLatencyFaultEnable(Events.bool(spec, "sendLatencyFaultEnable", false));
+        producer.setPollNameServerInterval((int) Events.num(spec, "pollNameServerIntervalMs", 30_000));
+        if (Events.bool(spec, "attempts", false)) {
+            synchronized (INDEX) {
+                for (int i = 0; i < messages.size(); i++) {
+                    INDEX.put(messages.get(i), i);
+                }
+            }
+            producer.getDefaultMQProducerImpl().registerSendMessageHook(new AttemptHook());
+        }
         producer.start();
         Map<String, Object> started = Events.event("started");
         started.put("driver", "producer");
@@ -115,7 +137,11 @@ public final class Producer {
                     }
                     break;
                 default:
+                    long intervalMs = Events.num(spec, "intervalMs", 0);
                     for (int i = 0; i < messages.size(); i++) {
+                        if (i > 0 && intervalMs > 0) {
+                            Thread.sleep(intervalMs);
+                        }
                         String m = Events.str(specs.get(i), "mode", mode);
                         send(producer, messages.get(i), m, i, pending);
                     }
@@ -133,6 +159,11 @@ public final class Producer {
             summary.put("errors", FAILED.get());
             summary.put("checks", CHECKS.get());
             summary.put("timedOut", !allAnswered || CHECKS.get() < expectChecks);
+            if (Events.bool(spec, "attempts", false)) {
+                synchronized (OUTCOMES) {
+                    summary.put("attemptOutcomes", new ArrayList<>(OUTCOMES));
+                }
+            }
             Events.emit(summary);
             // Linger before shutdown (the trace dispatcher sends its records asynchronously).
             Thread.sleep(Events.num(spec, "settleMs", 0));
@@ -403,6 +434,60 @@ public final class Producer {
             Events.emit(e);
             CHECKS.incrementAndGet();
             return s;
+        }
+    }
+
+    /** Reports each attempt of a send (the client's retries included): where it went and what came back. */
+    static final class AttemptHook implements SendMessageHook {
+        private final Map<SendMessageContext, Long> started = new IdentityHashMap<>();
+
+        @Override
+        public String hookName() {
+            return "rmqtwin-attempts";
+        }
+
+        @Override
+        public void sendMessageBefore(SendMessageContext context) {
+            synchronized (started) {
+                started.put(context, System.nanoTime());
+            }
+        }
+
+        @Override
+        public void sendMessageAfter(SendMessageContext context) {
+            Long begin;
+            synchronized (started) {
+                begin = started.remove(context);
+            }
+            Integer index;
+            synchronized (INDEX) {
+                index = INDEX.get(context.getMessage());
+            }
+            Map<String, Object> e = Events.event("attempt");
+            e.put("index", index);
+            e.put("brokerName", context.getMq() == null ? null : context.getMq().getBrokerName());
+            e.put("queueId", context.getMq() == null ? null : context.getMq().getQueueId());
+            e.put("brokerAddr", context.getBrokerAddr());
+            String outcome;
+            Exception ex = context.getException();
+            if (ex instanceof MQBrokerException) {
+                outcome = "code " + ((MQBrokerException) ex).getResponseCode();
+            } else if (ex != null) {
+                outcome = ex.getClass().getSimpleName();
+            } else if (context.getSendResult() != null) {
+                outcome = context.getSendResult().getSendStatus().name();
+            } else {
+                outcome = "none";
+            }
+            e.put("outcome", outcome);
+            e.put("ts", System.currentTimeMillis());
+            if (begin != null) {
+                e.put("latencyMs", (System.nanoTime() - begin) / 1_000_000);
+            }
+            synchronized (OUTCOMES) {
+                OUTCOMES.add(e.get("brokerName") + " " + outcome);
+            }
+            Events.emit(e);
         }
     }
 }
