@@ -4,6 +4,7 @@ to over plain remoting with the 5.5.0 client's version, and the requests they bu
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,8 +13,10 @@ import pytest
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import CURRENT_VERSION_5, RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand
+from rmqtwin.codec.message import MessageExt, decode_message_records
 from rmqtwin.conformance.runner import TWIN_BROKER_CONF
 from tests.fakes.helpers import call
+from tests.fakes.java_target import update_and_create_topic
 
 TARGETS = ["rmqtwin", pytest.param("real-5", marks=pytest.mark.real)]
 
@@ -30,19 +33,7 @@ class Broker:
         return call(self.broker_addr, code, ext, body, version=CURRENT_VERSION_5)
 
     def create_topic(self, topic: str, attributes: str | None = None, queues: int = 4) -> RemotingCommand:
-        ext = {
-            "topic": topic,
-            "defaultTopic": "TBW102",
-            "readQueueNums": str(queues),
-            "writeQueueNums": str(queues),
-            "perm": "6",
-            "topicFilterType": "SINGLE_TAG",
-            "topicSysFlag": "0",
-            "order": "false",
-        }
-        if attributes is not None:
-            ext["attributes"] = attributes
-        return self.call(RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
+        return update_and_create_topic(self.broker_addr, topic, queues, attributes, version=CURRENT_VERSION_5)
 
     def topic_config(self, topic: str) -> Any:
         answer = self.call(RequestCode.GET_TOPIC_CONFIG, {"topic": topic})
@@ -86,18 +77,23 @@ class Broker:
         return self.call(code, ext, b"body")
 
 
-def broker_target(request: pytest.FixtureRequest, rocketmq_factory: Any) -> Broker:
-    """The target ``request.param`` names: the twin the Java conformance targets share (one per
-    broker.conf) or the shared real 5.5.0 cluster."""
+def broker_target(
+    request: pytest.FixtureRequest, rocketmq_factory: Any, overrides: dict[str, object] | None = None
+) -> Broker:
+    """The target ``request.param`` names: a twin shared by broker.conf (the suite's settings with
+    ``overrides``) or the real 5.5.0 cluster shared the same way (``overrides`` start one of its own)."""
     name = str(request.param)
+    overrides = overrides or {}
     if name == "rmqtwin":
-        # The same twin the Java conformance targets share (one per broker.conf).
         twins = request.session.__dict__.setdefault("_rmqtwin_target_twins", {})
-        if () not in twins:
-            twins[()] = rocketmq_factory(broker_conf=TWIN_BROKER_CONF, broker_name="broker-a")
-        twin = twins[()]
+        key = tuple(sorted(overrides.items()))
+        if key not in twins:
+            twins[key] = rocketmq_factory(
+                broker_conf={**TWIN_BROKER_CONF, **overrides}, broker_name="broker-a"
+            )
+        twin = twins[key]
         return Broker(name, twin.namesrv_addr, twin.broker_addr)
-    real = request.getfixturevalue("real_rocketmq_factory")("5")
+    real = request.getfixturevalue("real_rocketmq_factory")("5", broker_conf_overrides=overrides)
     return Broker(name, real.namesrv_addr, real.broker_addr)
 
 
@@ -121,3 +117,46 @@ def pop_request(broker: Broker, topic: str, group: str, **extra: str) -> Remotin
         "order": "false",
     }
     return broker.call(RequestCode.POP_MESSAGE, {**ext, **extra})
+
+
+def pop_until(
+    broker: Broker, topic: str, group: str, count: int, timeout: float = 30.0, **extra: str
+) -> list[MessageExt]:
+    """Pop until ``count`` messages came (or ``timeout`` passed): what comes back later (revived,
+    timer messages) is due in real time, on the twin as on the real broker."""
+    got: list[MessageExt] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        answer = pop_request(broker, topic, group, **extra)
+        if answer.code == ResponseCode.SUCCESS:
+            got += decode_message_records(answer.body or b"")
+    return got
+
+
+def ack_request(broker: Broker, topic: str, group: str, msg: MessageExt, extra_info: str) -> RemotingCommand:
+    """ACK_MESSAGE of a popped message by its ``extraInfo`` (the handle the client builds)."""
+    ext = {
+        "consumerGroup": group,
+        "topic": topic,
+        "queueId": str(msg.queue_id),
+        "extraInfo": extra_info,
+        "offset": str(msg.queue_offset),
+    }
+    return broker.call(RequestCode.ACK_MESSAGE, ext)
+
+
+def assert_refuses_missing_topic_and_bad_queue(
+    ask: Callable[..., RemotingCommand], topic: str, missing_topic: str, read_queues: int
+) -> None:
+    """POP, PEEK, NOTIFICATION and POLLING_INFO refuse alike (``PopProcessor``'s checks, 5.5.0's
+    words): ``ask(topic, queueId=...)`` of a topic that does not exist, of a queue past the topic's."""
+    missing = ask(missing_topic, queueId="-1")
+    assert missing.code == ResponseCode.TOPIC_NOT_EXIST
+    remark = missing.remark or ""
+    assert remark.startswith(f"topic[{missing_topic}]") and "not exist, apply first please!" in remark
+    bad = read_queues + 5
+    bad_queue = ask(topic, queueId=str(bad))
+    assert bad_queue.code == ResponseCode.INVALID_PARAMETER
+    assert (bad_queue.remark or "").startswith(
+        f"queueId[{bad}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{read_queues}]"
+    )

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from rmqtwin.codec.codes import RequestCode, ResponseCode
+from rmqtwin.codec.codes import CURRENT_VERSION_4, RequestCode, ResponseCode
+from rmqtwin.codec.command import RemotingCommand
 from rmqtwin.conformance.java_client import JavaClient, MQAdminResult
 from rmqtwin.conformance.runner import TWIN_BROKER_CONF
 from rmqtwin.fakes.pytest_plugin import TwinFaultControl
@@ -32,27 +33,40 @@ class Target:
             result = self.client.mqadmin(self.namesrv_addr, *args)
         return result
 
-    def create_topic(self, topic: str, queues: int = 4) -> None:
-        """UPDATE_AND_CREATE_TOPIC straight to the broker, as mqadmin updateTopic does (no JVM)."""
-        answer = call(
-            self.broker_addr,
-            RequestCode.UPDATE_AND_CREATE_TOPIC,
-            {
-                "topic": topic,
-                "defaultTopic": "TBW102",
-                "readQueueNums": str(queues),
-                "writeQueueNums": str(queues),
-                "perm": "6",
-                "topicFilterType": "SINGLE_TAG",
-                "topicSysFlag": "0",
-                "order": "false",
-            },
-        )
+    def create_topic(self, topic: str, queues: int = 4, attributes: str | None = None) -> None:
+        """UPDATE_AND_CREATE_TOPIC straight to the broker, as mqadmin updateTopic does (no JVM); returns
+        once the name server routes the topic."""
+        answer = update_and_create_topic(self.broker_addr, topic, queues, attributes)
         assert answer.code == ResponseCode.SUCCESS, answer.remark
         deadline = time.monotonic() + 10
         while call(self.namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}).code != 0:
             assert time.monotonic() < deadline, f"{topic} never reached the name server"
             time.sleep(0.1)
+
+
+def update_and_create_topic(
+    broker_addr: str,
+    topic: str,
+    queues: int = 4,
+    attributes: str | None = None,
+    *,
+    version: int = CURRENT_VERSION_4,
+) -> RemotingCommand:
+    """The broker's answer to UPDATE_AND_CREATE_TOPIC as mqadmin updateTopic sends it (``attributes``
+    such as ``+message.type=FIFO``, a 5.x request field)."""
+    ext = {
+        "topic": topic,
+        "defaultTopic": "TBW102",
+        "readQueueNums": str(queues),
+        "writeQueueNums": str(queues),
+        "perm": "6",
+        "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": "0",
+        "order": "false",
+    }
+    if attributes is not None:
+        ext["attributes"] = attributes
+    return call(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext, version=version)
 
 
 def make_target(

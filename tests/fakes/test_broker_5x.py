@@ -20,7 +20,16 @@ from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand
 from rmqtwin.codec.message import Message, MessageExt, decode_message_records, encode_batch
 from rmqtwin.conformance.runner import TWIN_BROKER_CONF
-from tests.fakes.broker_5x import TARGETS, Broker, broker_target, msg_props, pop_request
+from tests.fakes.broker_5x import (
+    TARGETS,
+    Broker,
+    ack_request,
+    assert_refuses_missing_topic_and_bad_queue,
+    broker_target,
+    msg_props,
+    pop_request,
+    pop_until,
+)
 
 
 @pytest.fixture(scope="session", params=TARGETS)
@@ -279,16 +288,7 @@ def test_pop_ack_change_invisible_time_and_revive(broker: Broker, unique_name: C
     name = "broker-a"
     for key in ("k0", "k1"):
         msg = by_key[key]
-        acked = broker.call(
-            RequestCode.ACK_MESSAGE,
-            {
-                "consumerGroup": group,
-                "topic": topic,
-                "queueId": str(msg.queue_id),
-                "extraInfo": _extra_info(popped, msg, name),
-                "offset": str(msg.queue_offset),
-            },
-        )
+        acked = ack_request(broker, topic, group, msg, _extra_info(popped, msg, name))
         assert (acked.code, acked.remark) == (ResponseCode.SUCCESS, None)
     later = by_key["k2"]
     changed = broker.call(
@@ -307,12 +307,7 @@ def test_pop_ack_change_invisible_time_and_revive(broker: Broker, unique_name: C
     assert {"popTime", "reviveQid"} <= (changed.ext_fields or {}).keys()
 
     # The two neither acked nor changed come back after the invisible time, retried once.
-    revived: list[MessageExt] = []
-    deadline = time.monotonic() + 30
-    while len(revived) < 2 and time.monotonic() < deadline:
-        answer = pop_request(broker, topic, group)
-        if answer.code == ResponseCode.SUCCESS:
-            revived += decode_message_records(answer.body or b"")
+    revived = pop_until(broker, topic, group, 2)
     assert sorted(m.keys for m in revived) == ["k3", "k4"]
     for msg in revived:
         assert msg.topic == topic and msg.reconsume_times == 1
@@ -328,15 +323,8 @@ def test_pop_bad_input_is_refused_as_5_5_0_refuses_it(
     too_many = pop_request(broker, topic, group, maxMsgNums="33")
     assert too_many.code == ResponseCode.INVALID_PARAMETER
     assert re.fullmatch(r"the broker\[.*\] pop message's num is greater than 32", too_many.remark or "")
-    missing = pop_request(broker, unique_name("NoTopic"), group)
-    assert missing.code == ResponseCode.TOPIC_NOT_EXIST
-    assert (missing.remark or "").startswith("topic[") and "not exist, apply first please!" in (
-        missing.remark or ""
-    )
-    bad_queue = pop_request(broker, topic, group, queueId="9")
-    assert bad_queue.code == ResponseCode.INVALID_PARAMETER
-    assert (bad_queue.remark or "").startswith(
-        f"queueId[9] is illegal, topic:[{topic}] topicConfig.readQueueNums:[4]"
+    assert_refuses_missing_topic_and_bad_queue(
+        lambda name, **extra: pop_request(broker, name, group, **extra), topic, unique_name("NoTopic"), 4
     )
     no_poll = pop_request(broker, topic, group, pollTime="0")
     assert (no_poll.code, no_poll.remark) == (ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE")
@@ -409,10 +397,7 @@ def test_orderly_pop_blocks_the_queue_until_acked_or_visible_again(
     name = "broker-a"
     k0, k1 = messages[0], messages[1]
     ext = {"consumerGroup": group, "topic": topic, "queueId": "0"}
-    acked = broker.call(
-        RequestCode.ACK_MESSAGE,
-        {**ext, "extraInfo": _order_extra_info(first, k0, name), "offset": str(k0.queue_offset)},
-    )
+    acked = ack_request(broker, topic, group, k0, _order_extra_info(first, k0, name))
     assert (acked.code, acked.remark) == (ResponseCode.SUCCESS, None)
     changed = broker.call(
         RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
@@ -439,10 +424,7 @@ def test_orderly_pop_blocks_the_queue_until_acked_or_visible_again(
     assert (again.ext_fields or {})["orderCountInfo"] == "0 qo0%1 1;0 qo0%2 1;0 0 1"
     assert (again.ext_fields or {})["startOffsetInfo"] == "0 0 1"
     for msg in redelivered:
-        done = broker.call(
-            RequestCode.ACK_MESSAGE,
-            {**ext, "extraInfo": _order_extra_info(again, msg, name), "offset": str(msg.queue_offset)},
-        )
+        done = ack_request(broker, topic, group, msg, _order_extra_info(again, msg, name))
         assert (done.code, done.remark) == (ResponseCode.SUCCESS, None)
     empty = pop_attempt("a4")
     assert (empty.code, empty.remark) == (ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE")
@@ -459,14 +441,9 @@ def test_timer_messages_are_delivered_at_their_time(
     sent_at = time.monotonic()
     sent = broker.send(topic, msg_props(KEYS="t3", TIMER_DELAY_SEC="3", WAIT="true"))
     assert sent.code == ResponseCode.SUCCESS, sent.remark
-    got: list[MessageExt] = []
     early = pop_request(broker, topic, group, pollTime="500")
     assert early.code == ResponseCode.POLLING_TIMEOUT
-    deadline = time.monotonic() + 20
-    while not got and time.monotonic() < deadline:
-        answer = pop_request(broker, topic, group, pollTime="500")
-        if answer.code == ResponseCode.SUCCESS:
-            got = decode_message_records(answer.body or b"")
+    got = pop_until(broker, topic, group, 1, timeout=20, pollTime="500")
     waited = time.monotonic() - sent_at
     assert [m.keys for m in got] == ["t3"]
     # Rounded down to the timer's 1 s precision: between 2 and 3 s, plus the scan and our polling.
@@ -513,11 +490,6 @@ def test_pending_timer_messages_survive_a_restart(rocketmq_factory: Any, tmp_pat
 
     twin = rocketmq_factory(broker_conf=TWIN_BROKER_CONF, store_dir=store)
     broker = Broker("rmqtwin", twin.namesrv_addr, twin.broker_addr)
-    got: list[str] = []
-    deadline = time.monotonic() + 20
-    while "later" not in got and time.monotonic() < deadline:
-        answer = pop_request(broker, "TimerRestart", "TimerRestartG", pollTime="500")
-        if answer.code == ResponseCode.SUCCESS:
-            got += [m.keys for m in decode_message_records(answer.body or b"")]
-    assert got == ["now", "later"]
+    got = pop_until(broker, "TimerRestart", "TimerRestartG", 2, timeout=20, pollTime="500")
+    assert [m.keys for m in got] == ["now", "later"]
     twin.stop()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,8 +18,16 @@ import pytest
 from rmqtwin.codec.bodies import BatchAck, BatchAckMessageRequestBody
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand
-from rmqtwin.codec.message import MessageExt, decode_message_records
-from tests.fakes.broker_5x import TARGETS, Broker, broker_target, msg_props, pop_request
+from rmqtwin.codec.message import decode_message_records
+from tests.fakes.broker_5x import (
+    TARGETS,
+    Broker,
+    assert_refuses_missing_topic_and_bad_queue,
+    broker_target,
+    msg_props,
+    pop_request,
+    pop_until,
+)
 
 BROKER_NAME = "broker-a"
 NOT_SET = "not set any response code"
@@ -88,15 +96,8 @@ def test_peek_bad_input_is_refused_as_5_5_0_refuses_it(
     broker: Broker, unique_name: Callable[[str], str]
 ) -> None:
     topic, group = _setup(broker, unique_name, "PeekBad", 0)
-    missing = _peek(broker, unique_name("NoTopic"), group)
-    assert missing.code == ResponseCode.TOPIC_NOT_EXIST
-    assert (missing.remark or "").startswith("topic[") and "not exist, apply first please!" in (
-        missing.remark or ""
-    )
-    bad_queue = _peek(broker, topic, group, queueId="1")
-    assert bad_queue.code == ResponseCode.INVALID_PARAMETER
-    assert (bad_queue.remark or "").startswith(
-        f"queueId[1] is illegal, topic:[{topic}] topicConfig.readQueueNums:[1]"
+    assert_refuses_missing_topic_and_bad_queue(
+        lambda name, **extra: _peek(broker, name, group, **extra), topic, unique_name("NoTopic"), 1
     )
 
 
@@ -163,8 +164,12 @@ def test_polling_info_counts_the_waiting_pops(broker: Broker, unique_name: Calla
     waiting.join(15)
     assert out[0].code == ResponseCode.POLLING_TIMEOUT
     assert _fields(_polling_info(broker, topic, group), "pollingNum") == {"pollingNum": "0"}
-    missing = _polling_info(broker, unique_name("NoTopic"), group)
-    assert missing.code == ResponseCode.TOPIC_NOT_EXIST
+    assert_refuses_missing_topic_and_bad_queue(
+        lambda name, **extra: _polling_info(broker, name, group, int(extra["queueId"])),
+        topic,
+        unique_name("NoTopic"),
+        1,
+    )
 
 
 # -- BATCH_ACK_MESSAGE ----------------------------------------------------------------------------
@@ -199,12 +204,7 @@ def test_batch_ack_acks_each_offset_of_its_bit_set(broker: Broker, unique_name: 
     assert (acked.code, acked.remark) == (ResponseCode.SUCCESS, None)
 
     # The two not acked come back after the invisible time, retried once.
-    revived: list[MessageExt] = []
-    deadline = time.monotonic() + 30
-    while len(revived) < 2 and time.monotonic() < deadline:
-        answer = pop_request(broker, topic, group)
-        if answer.code == ResponseCode.SUCCESS:
-            revived += decode_message_records(answer.body or b"")
+    revived = pop_until(broker, topic, group, 2)
     assert sorted((m.keys, m.reconsume_times) for m in revived) == [("k2", 1), ("k4", 1)]
 
     empty = broker.call(RequestCode.BATCH_ACK_MESSAGE, {}, b'{"acks":[]}')
@@ -216,15 +216,11 @@ def test_batch_ack_acks_each_offset_of_its_bit_set(broker: Broker, unique_name: 
 # -- RECALL_MESSAGE -------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def recall_enabled(broker: Broker) -> Iterator[Broker]:
-    """``recallMessageEnable`` on for the test (off by default on 5.5.0), back off afterwards."""
-    on = broker.call(RequestCode.UPDATE_BROKER_CONFIG, {}, b"recallMessageEnable=true\n")
-    assert on.code == ResponseCode.SUCCESS, on.remark
-    try:
-        yield broker
-    finally:
-        broker.call(RequestCode.UPDATE_BROKER_CONFIG, {}, b"recallMessageEnable=false\n")
+@pytest.fixture(scope="session", params=TARGETS)
+def recall_enabled(request: pytest.FixtureRequest, rocketmq_factory: Any) -> Broker:
+    """A broker of its own with ``recallMessageEnable=true`` (off by default on 5.5.0), so the shared
+    ones keep 5.5.0's default while other tests run beside this one."""
+    return broker_target(request, rocketmq_factory, {"recallMessageEnable": True})
 
 
 def _recall(broker: Broker, topic: str, handle: str | None) -> RemotingCommand:
@@ -283,12 +279,7 @@ def test_recalled_timer_message_is_never_delivered(
     assert (recalled.code, recalled.remark) == (ResponseCode.SUCCESS, NOT_SET)
     assert _fields(recalled, "MSG_REGION", "msgId") == {"MSG_REGION": "DefaultRegion", "msgId": uniq}
 
-    got: list[str] = []
-    deadline = time.monotonic() + 20
-    while "kept" not in got and time.monotonic() < deadline:
-        answer = pop_request(broker, topic, group, pollTime="500")
-        if answer.code == ResponseCode.SUCCESS:
-            got += [m.keys for m in decode_message_records(answer.body or b"")]
+    got = [m.keys for m in pop_until(broker, topic, group, 1, timeout=20, pollTime="500")]
     # A moment past the kept one's delivery: the recalled one (due the same second) never comes.
     later = pop_request(broker, topic, group, pollTime="2000")
     if later.code == ResponseCode.SUCCESS:
