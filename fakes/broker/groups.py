@@ -8,13 +8,33 @@ group is the one ``SubscriptionGroupConfig`` bean of ``rmqtwin.codec.bodies``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec.bodies import SubscriptionGroupConfig
+from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.fakes.broker.topics import IllegalNameError, validate_group
+from rmqtwin.fakes.dispatch import response, suggest_todo
 from rmqtwin.store_mirror.config import SubscriptionGroupManager, bean_to_json
 
+if TYPE_CHECKING:
+    from rmqtwin.codec.command import RemotingCommand
+
 CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
+
+
+def refuse_consuming(
+    group: str, config: SubscriptionGroupConfig | None, five: bool
+) -> RemotingCommand | None:
+    """What PULL and POP answer a group that is missing or may not consume (both lines word it alike);
+    None when ``config`` lets ``group`` consume."""
+    if config is None:
+        return response(
+            ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+            f"subscription group [{group}] does not exist, {suggest_todo(five)}",
+        )
+    if not config.consume_enable:
+        return response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+    return None
 
 
 class SubscriptionGroupTable(SubscriptionGroupManager):

@@ -26,7 +26,7 @@ twin are not revived).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,7 @@ from rmqtwin.codec.headers import (
 )
 from rmqtwin.codec.message import decode_message_records, encode_message_record
 from rmqtwin.fakes.broker.filter import FilterError, build_subscription_data, message_filter_for
+from rmqtwin.fakes.broker.groups import refuse_consuming
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX, is_readable
 from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, response, suggest_todo
 from rmqtwin.store_mirror.commitlog import PutMessageStatus
@@ -249,16 +250,17 @@ class PopProcessor:
         need_retry = random_q < POP_FROM_RETRY_PROBABILITY and not order
         pop_time = broker.now_ms()
         found = _PopResult()
-        retry_topic = pop_retry_topic(topic, group)
-        pop = _Pop(header, revive_qid, pop_time, message_filter, random_q, found)
-        if need_retry:
-            self._pop_from_topic(pop, retry_topic, is_retry=True)
-        if header.queue_id < 0:
-            self._pop_from_topic(pop, topic, is_retry=False)
-        else:
-            self._pop_from_queue(pop, topic, header.queue_id, is_retry=False)
-        if not need_retry and not order and len(found.buffers) < header.max_msg_nums:
-            self._pop_from_topic(pop, retry_topic, is_retry=True)
+        pop = _Pop(header, revive_qid, pop_time, message_filter, found)
+        queues = self.queues_in_pop_order(
+            topic,
+            group,
+            header.queue_id,
+            random_q,
+            need_retry=need_retry,
+            enough=lambda: order or len(found.buffers) >= header.max_msg_nums,
+        )
+        for queue_topic, queue_id in queues:
+            self._pop_from_queue(pop, queue_topic, queue_id, is_retry=queue_topic != topic)
 
         answer = PopMessageResponseHeader(
             pop_time=pop_time,
@@ -299,22 +301,36 @@ class PopProcessor:
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
                 f"[{topic_config.read_queue_nums}] consumer:[{channel.remote_addr}]",
             )
-        group_config = broker.groups.find(group)
-        if group_config is None:
-            return response(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group [{group}] does not exist, {suggest_todo(broker.config.five)}",
-            )
-        if not group_config.consume_enable:
-            return response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
-        return None
+        return refuse_consuming(group, broker.groups.find(group), broker.config.five)
 
-    def _pop_from_topic(self, pop: _Pop, topic: str, *, is_retry: bool) -> None:
-        config = self.broker.topics.get(topic)
-        if config is None:
-            return
-        for i in range(config.read_queue_nums):
-            self._pop_from_queue(pop, topic, (pop.random_q + i) % config.read_queue_nums, is_retry=is_retry)
+    def queues_in_pop_order(
+        self,
+        topic: str,
+        group: str,
+        queue_id: int,
+        random_q: int,
+        *,
+        need_retry: bool,
+        enough: Callable[[], bool],
+    ) -> Iterator[tuple[str, int]]:
+        """The queues POP (and PEEK, NOTIFICATION) read, in 5.5.0's order: the group's pop retry topic
+        first when ``need_retry``, else last unless ``enough`` by then; the topic's queues from
+        ``random_q`` on (or the one asked for)."""
+        retry_topic = pop_retry_topic(topic, group)
+
+        def every_queue(name: str) -> Iterator[tuple[str, int]]:
+            config = self.broker.topics.get(name)
+            queues = config.read_queue_nums if config is not None else 0
+            return ((name, (random_q + i) % queues) for i in range(queues))
+
+        if need_retry:
+            yield from every_queue(retry_topic)
+        if queue_id < 0:
+            yield from every_queue(topic)
+        else:
+            yield topic, queue_id
+        if not need_retry and not enough():
+            yield from every_queue(retry_topic)
 
     def _pop_offset(self, topic: str, group: str, queue_id: int, init_mode: int) -> int:
         key = (topic, group, queue_id)
@@ -741,7 +757,6 @@ class _Pop:
     revive_qid: int
     pop_time: int
     message_filter: Any
-    random_q: int
     found: _PopResult
 
 

@@ -18,6 +18,7 @@ Their successful answers (and RECALL_MESSAGE's) keep ``createResponseCommand(Cla
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from rmqtwin.codec.codes import ResponseCode
@@ -29,7 +30,7 @@ from rmqtwin.codec.headers import (
     PollingInfoResponseHeader,
     PopMessageResponseHeader,
 )
-from rmqtwin.fakes.broker.pop import PopProcessor, PopRequest, pop_retry_topic
+from rmqtwin.fakes.broker.pop import PopProcessor, PopRequest
 from rmqtwin.fakes.broker.topics import is_readable
 from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, response
 from rmqtwin.store_mirror.message_store import GetMessageStatus
@@ -51,6 +52,15 @@ class PopProbeProcessor:
         ip = self.broker.config.broker_ip1
         return response(ResponseCode.NO_PERMISSION, f"the broker[{ip}] peeking message is forbidden")
 
+    def _queues_in_pop_order(
+        self, topic: str, group: str, queue_id: int, enough: Callable[[], bool]
+    ) -> Iterator[tuple[str, int]]:
+        """PEEK and NOTIFICATION look at the pop retry topic first one time in five (``randomQ % 5``)."""
+        random_q = random.randrange(100)
+        return self.pop.queues_in_pop_order(
+            topic, group, queue_id, random_q, need_retry=random_q % 5 == 0, enough=enough
+        )
+
     def _offset(self, topic: str, group: str, queue_id: int) -> int:
         """``getPopOffset``: the consumer offset (else the queue's minimum), or POP's further one."""
         offset = self.broker.offsets.query_offset(group, topic, queue_id)
@@ -67,33 +77,16 @@ class PopProbeProcessor:
         )
         if refused is not None:
             return refused
-        random_q = random.randrange(100)
-        need_retry = random_q % 5 == 0
-        retry_topic = pop_retry_topic(header.topic, header.consumer_group)
         found: list[bytes] = []
-        rest = 0
-        if need_retry:
-            rest += self._peek_topic(header, retry_topic, random_q, found)
-        if header.queue_id < 0:
-            rest += self._peek_topic(header, header.topic, random_q, found)
-        else:
-            rest += self._peek_queue(header, header.topic, header.queue_id, found)
-        if not need_retry and len(found) < header.max_msg_nums:
-            rest += self._peek_topic(header, retry_topic, random_q, found)
+        queues = self._queues_in_pop_order(
+            header.topic, header.consumer_group, header.queue_id, lambda: len(found) >= header.max_msg_nums
+        )
+        rest = sum(self._peek_queue(header, topic, queue_id, found) for topic, queue_id in queues)
         answer = PopMessageResponseHeader(pop_time=0, invisible_time=0, revive_qid=0, rest_num=rest)
         if not found:
             return response(ResponseCode.PULL_NOT_FOUND, "NO_MESSAGE_IN_QUEUE", answer)
         self.broker.stats.on_get(header.topic, len(found), header.consumer_group)
         return response(ResponseCode.SUCCESS, "FOUND", answer, b"".join(found))
-
-    def _peek_topic(
-        self, header: PeekMessageRequestHeader, topic: str, random_q: int, found: list[bytes]
-    ) -> int:
-        config = self.broker.topics.get(topic)
-        if config is None:
-            return 0
-        queues = config.read_queue_nums
-        return sum(self._peek_queue(header, topic, (random_q + i) % queues, found) for i in range(queues))
 
     def _peek_queue(
         self, header: PeekMessageRequestHeader, topic: str, queue_id: int, found: list[bytes]
@@ -123,17 +116,12 @@ class PopProbeProcessor:
         )
         if refused is not None:
             return refused
-        random_q = random.randrange(100)
-        need_retry = random_q % 5 == 0
-        retry_topic = pop_retry_topic(header.topic, header.consumer_group)
-        has_msg = need_retry and self._topic_has_message(header, retry_topic, random_q)
-        if not has_msg:
-            if header.queue_id < 0:
-                has_msg = self._topic_has_message(header, header.topic, random_q)
-            else:
-                has_msg = self._queue_has_message(header, header.topic, header.queue_id)
-            if not need_retry and not has_msg:
-                has_msg = self._topic_has_message(header, retry_topic, random_q)
+        has_msg = any(
+            self._queue_has_message(header, topic, queue_id)
+            for topic, queue_id in self._queues_in_pop_order(
+                header.topic, header.consumer_group, header.queue_id, lambda: False
+            )
+        )
         if not has_msg and header.poll_time > 0:
             expired_ms = header.born_time + header.poll_time
             if self.broker.now_ms() < expired_ms:
@@ -150,13 +138,6 @@ class PopProbeProcessor:
                 )
                 return None
         return response(ResponseCode.SUCCESS, NOT_SET_REMARK, NotificationResponseHeader(has_msg=has_msg))
-
-    def _topic_has_message(self, header: NotificationRequestHeader, topic: str, random_q: int) -> bool:
-        config = self.broker.topics.get(topic)
-        if config is None:
-            return False
-        queues = config.read_queue_nums
-        return any(self._queue_has_message(header, topic, (random_q + i) % queues) for i in range(queues))
 
     def _queue_has_message(self, header: NotificationRequestHeader, topic: str, queue_id: int) -> bool:
         if header.order:

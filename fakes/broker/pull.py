@@ -17,6 +17,7 @@ from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rmqtwin.fakes.broker.filter import FilterError, build_subscription_data, message_filter_for
 from rmqtwin.fakes.broker.group_admin import INDEX_PERM_READ, SUBSCRIPTION_FORBIDDEN
+from rmqtwin.fakes.broker.groups import refuse_consuming
 from rmqtwin.fakes.broker.topics import is_readable, parameter_error
 from rmqtwin.fakes.dispatch import (
     REJECT_REQUEST_REMARK,
@@ -175,13 +176,10 @@ class PullProcessor:
             )
         group = require(header.consumer_group, "consumerGroup")
         group_config = broker.groups.find(group)
-        if group_config is None:
-            return response(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group [{group}] does not exist, {suggest_todo(broker.config.five)}",
-            )
-        if not group_config.consume_enable:
-            return response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        refused = refuse_consuming(group, group_config, broker.config.five)
+        if refused is not None:
+            return refused
+        assert group_config is not None
         sys_flag = require(header.sys_flag, "sysFlag")
         has_suspend = bool(sys_flag & FLAG_SUSPEND)
         has_commit = bool(sys_flag & FLAG_COMMIT_OFFSET)
