@@ -344,7 +344,7 @@ class BrokerController:
         """``BrokerController.initialize``: the config files (each falling back to its ``.bak``), then
         the store; False when one cannot be read at all."""
         loaded = self.topics.load() and self.offsets.load() and self.groups.load() and self.schedule.load()
-        loaded = loaded and self.timer.load()
+        loaded = loaded and self.timer.load() and self.pop.checkpoint_file.load()
         return loaded and bool(self.store.load())
 
     def start(self) -> Deferred[Any]:
@@ -422,6 +422,7 @@ class BrokerController:
             self.offsets.dirty = False
             self.offsets.persist()
         self.schedule.persist()
+        self.pop.checkpoint_file.persist()
 
     def persist_all(self) -> None:
         self.persist_topics()

@@ -1,15 +1,21 @@
 """POP consumption (5.x): POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, revive.
 
 Follows ``PopMessageProcessor``, ``AckMessageProcessor``, ``ChangeInvisibleTimeProcessor`` and
-``PopReviveService`` of 5.5.0 with the checkpoints kept in memory (5.5.0 keeps them in its pop buffer
-and in ``rmq_sys_REVIVE_LOG_<cluster>`` timer messages; the twin does not write that topic). A pop takes
-messages from the queue's pop offset on, records a checkpoint (pop time, invisible time, the offsets)
-and answers the fields the client builds each message's ``extraInfo`` (its ack handle) from. An ack
-marks an offset done; a checkpoint whose invisible time has passed with offsets not acked is revived:
-each such message is stored again in the group's pop retry topic ``%RETRY%<group>_<topic>`` with
-``reconsumeTimes + 1``, which later pops read (and answer under the original topic). The consumer
-offset follows the oldest unfinished checkpoint. A pop that finds nothing waits up to its
-``pollTime`` for a message (long polling), then answers POLLING_TIMEOUT.
+``PopReviveService`` of 5.5.0. A pop takes messages from the queue's pop offset on, records a checkpoint
+(pop time, invisible time, the offsets), moves the consumer offset past them (5.5.0 commits it as soon
+as the checkpoint is stored, ``addCkJustOffset``) and answers the fields the client builds each
+message's ``extraInfo`` (its ack handle) from. An ack marks an offset done; a checkpoint whose invisible
+time has passed with offsets not acked is revived: each such message is stored again in the group's pop
+retry topic ``%RETRY%<group>_<topic>`` with ``reconsumeTimes + 1``, which later pops read (and answer
+under the original topic). A pop that finds nothing waits up to its ``pollTime`` for a message (long
+polling), then answers POLLING_TIMEOUT.
+
+Unfinished checkpoints survive a restart (5.5.0 keeps them as timer messages in
+``rmq_sys_REVIVE_LOG_<cluster>``, with the acks beside them): the twin keeps them in the twin-specific
+``config/popCheckpoint.json``, written with the consumer offsets (every ``flushConsumerOffsetInterval``
+and at shutdown), so after a restart the messages popped and not acked come back once their invisible
+time has passed, acks and invisible-time changes of the old handles still count, and the rest stays
+consumed, as on 5.5.0.
 
 Orderly POP (``order=true``, what rocketmq-proxy does for a FIFO group) follows ``ConsumerOrderInfoManager``:
 no checkpoint and no retry topic; a queue whose last orderly pop still has messages neither acked nor past
@@ -19,15 +25,16 @@ again from the same offset with its consumed count (``orderCountInfo``) one high
 is 999 (``KeyBuilder.POP_ORDER_REVIVE_QUEUE``), which is how ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME
 tell an orderly handle.
 
-Not modelled: the KV pop consumer service, checkpoints surviving a restart (unacked messages of a stopped
-twin are not revived).
+Not modelled: the KV pop consumer service; orderly pops' state across a restart (5.5.0's
+``consumerOrderInfo.json``).
 """
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet.interfaces import IDelayedCall
@@ -49,6 +56,7 @@ from rmqtwin.fakes.broker.groups import refuse_consuming
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX, is_readable
 from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, response, suggest_todo
 from rmqtwin.store_mirror.commitlog import PutMessageStatus
+from rmqtwin.store_mirror.config import ConfigManager
 from rmqtwin.store_mirror.message_store import GetMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
 
@@ -178,12 +186,37 @@ class PopRequest:
     timer: IDelayedCall | None = None
 
 
+class PopCheckPointFile(ConfigManager):
+    """``config/popCheckpoint.json``: the unfinished checkpoints (twin-specific, see the module)."""
+
+    def __init__(self, store_dir: str, checkpoints: dict[tuple[str, str, int], list[PopCheckPoint]]) -> None:
+        super().__init__(os.path.join(store_dir, "config", "popCheckpoint.json"))
+        self.checkpoints = checkpoints
+
+    def encode(self) -> dict[str, Any]:
+        return {
+            "checkpoints": [
+                {**asdict(ck), "acked": sorted(ck.acked)}
+                for cks in self.checkpoints.values()
+                for ck in cks
+                if not ck.done
+            ]
+        }
+
+    def decode(self, obj: Any) -> None:
+        self.checkpoints.clear()
+        for item in obj.get("checkpoints") or ():
+            ck = PopCheckPoint(**{**item, "acked": set(item.get("acked") or ())})
+            self.checkpoints.setdefault((ck.topic, ck.group, ck.queue_id), []).append(ck)
+
+
 class PopProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         # (topic, group, queueId) → next offset to pop / checkpoints not yet finished.
         self.pop_offsets: dict[tuple[str, str, int], int] = {}
         self.checkpoints: dict[tuple[str, str, int], list[PopCheckPoint]] = {}
+        self.checkpoint_file = PopCheckPointFile(broker.store_dir, self.checkpoints)
         self.parked: list[PopRequest] = []
         self.retry_topics: dict[str, str] = {}  # pop retry topic → original topic
         self.order_infos: dict[tuple[str, str, int], OrderInfo] = {}
@@ -383,7 +416,7 @@ class PopProcessor:
                 list(result.message_queue_offsets),
             )
             self.checkpoints.setdefault(key, []).append(checkpoint)
-            self.pop_offsets[key] = result.next_begin_offset
+            self._handed_out(key, result.next_begin_offset)
             flag = _retry_flag(topic)
             found.start_offset_info.append(f"{flag} {queue_id} {offset}")
             found.msg_offset_info.append(
@@ -395,8 +428,7 @@ class PopProcessor:
                 )
         elif result.status in _PASSED_OVER and (result.next_begin_offset > -1):
             # ``addCkMock``: the filtered-out range is passed over as if popped and acked.
-            self.pop_offsets[key] = result.next_begin_offset
-            self._commit(key)
+            self._handed_out(key, result.next_begin_offset)
         found.rest_num += result.max_offset - result.next_begin_offset
 
     def _pop_orderly(self, pop: _Pop, topic: str, queue_id: int) -> None:
@@ -632,18 +664,18 @@ class PopProcessor:
             if (checkpoint.start_offset, checkpoint.pop_time) == (start_offset, pop_time):
                 if offset in checkpoint.offsets:
                     checkpoint.acked.add(offset)
-                self._commit(key)
+                self._drop_finished(key)
                 return checkpoint
         return None
 
-    def _commit(self, key: tuple[str, str, int]) -> None:
-        """The consumer offset: the start of the oldest unfinished checkpoint, else the pop offset."""
-        open_cks = [ck for ck in self.checkpoints.get(key, []) if not ck.done]
-        self.checkpoints[key] = open_cks
+    def _handed_out(self, key: tuple[str, str, int], next_offset: int) -> None:
+        """The pop offset and the consumer offset move past what a pop took (or passed over)."""
+        self.pop_offsets[key] = next_offset
         topic, group, queue_id = key
-        offset = min(ck.start_offset for ck in open_cks) if open_cks else self.pop_offsets.get(key, -1)
-        if offset >= 0:
-            self.broker.offsets.commit_offset(group, topic, queue_id, offset)
+        self.broker.offsets.commit_offset(group, topic, queue_id, next_offset)
+
+    def _drop_finished(self, key: tuple[str, str, int]) -> None:
+        self.checkpoints[key] = [ck for ck in self.checkpoints.get(key, []) if not ck.done]
 
     # -- CHANGE_MESSAGE_INVISIBLETIME ----------------------------------------------------------------
     def change_invisible_time(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -712,7 +744,7 @@ class PopProcessor:
                         self._revive_one(checkpoint, offset)
                         checkpoint.acked.add(offset)
             if due:
-                self._commit(key)
+                self._drop_finished(key)
 
     def _revive_one(self, checkpoint: PopCheckPoint, offset: int) -> None:
         broker = self.broker

@@ -493,3 +493,77 @@ def test_pending_timer_messages_survive_a_restart(rocketmq_factory: Any, tmp_pat
     got = pop_until(broker, "TimerRestart", "TimerRestartG", 2, timeout=20, pollTime="500")
     assert [m.keys for m in got] == ["now", "later"]
     twin.stop()
+
+
+class _Restartable:
+    """A broker of its own on a store that outlives it: the twin, or real 5.5.0 (graceful stops)."""
+
+    def __init__(self, target: str, store: str, rocketmq_factory: Any) -> None:
+        self.target, self.store, self.factory = target, store, rocketmq_factory
+        self.running: Any = None
+
+    def start(self) -> Broker:
+        if self.target == "rmqtwin":
+            self.running = self.factory(broker_conf=TWIN_BROKER_CONF, store_dir=self.store)
+        else:
+            from rmqtwin.conformance.launcher import RealRocketMQ
+            from rmqtwin.conformance.runner import SHARED_BROKER_CONF
+
+            self.running = RealRocketMQ("5", store_dir=self.store, broker_conf_overrides=SHARED_BROKER_CONF)
+            self.running.start()
+        return Broker(self.target, self.running.namesrv_addr, self.running.broker_addr)
+
+    def stop(self) -> None:
+        if self.running is not None:
+            self.running.stop()
+            self.running = None
+
+
+def _consumer_offset(broker: Broker, topic: str, group: str) -> str | None:
+    answer = broker.call(
+        RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": group, "topic": topic, "queueId": "0"}
+    )
+    return (answer.ext_fields or {}).get("offset")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", TARGETS)
+def test_pop_checkpoints_survive_a_restart(target: str, rocketmq_factory: Any, tmp_path: Any) -> None:
+    """What a 5.x remoting POP consumer sees across a broker restart: the consumer offset moved past
+    what it popped at once, the messages neither acked nor visible again stay invisible, an ack of an old
+    handle still counts, and the rest come back once their invisible time has passed (retried once)."""
+    if target != "rmqtwin":
+        from rmqtwin.conformance.launcher import java_available
+
+        if java_available() is not None:
+            pytest.skip(f"needs Java 17 and Maven: {java_available()}")
+    restartable = _Restartable(target, str(tmp_path / "store"), rocketmq_factory)
+    topic, group = "PopRestart", "PopRestartG"
+    try:
+        broker = restartable.start()
+        assert broker.create_topic(topic, queues=1).code == ResponseCode.SUCCESS
+        for i in range(4):
+            sent = broker.send(topic, msg_props(TAGS="T", KEYS=f"k{i}", WAIT="true"))
+            assert sent.code == ResponseCode.SUCCESS, sent.remark
+        # Invisible for longer than a real 5.5.0 broker takes to stop and start again here (about 50 s).
+        popped = pop_request(broker, topic, group, invisibleTime="120000")
+        by_key = {m.keys: m for m in decode_message_records(popped.body or b"")}
+        assert sorted(by_key) == ["k0", "k1", "k2", "k3"]
+        handles = {key: _extra_info(popped, msg, "broker-a") for key, msg in by_key.items()}
+        assert ack_request(broker, topic, group, by_key["k0"], handles["k0"]).code == ResponseCode.SUCCESS
+        assert _consumer_offset(broker, topic, group) == "4"
+        time.sleep(6)  # past flushConsumerOffsetInterval (5 s): what a broker that has run a while holds
+        restartable.stop()
+
+        broker = restartable.start()
+        assert _consumer_offset(broker, topic, group) == "4"
+        nothing = pop_request(broker, topic, group, pollTime="1000")
+        assert (nothing.code, nothing.remark) == (ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE")
+        acked = ack_request(broker, topic, group, by_key["k1"], handles["k1"])
+        assert (acked.code, acked.remark) == (ResponseCode.SUCCESS, None)
+
+        back = pop_until(broker, topic, group, 2, timeout=150, pollTime="2000")
+        assert sorted((m.keys, m.reconsume_times) for m in back) == [("k2", 1), ("k3", 1)]
+        assert pop_request(broker, topic, group, pollTime="2000").code == ResponseCode.POLLING_TIMEOUT
+    finally:
+        restartable.stop()
