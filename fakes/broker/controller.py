@@ -120,6 +120,7 @@ class BrokerController:
             store_host=self.store_host,
             now_ms=self.now_ms,
             notify_message_arriving=self.notify_message_arriving,
+            clock=clock,
         )
         self.transaction_check = TransactionalMessageCheckService(self)
         self.consumer_filter = ConsumerFilterProcessor(config=config)
@@ -355,6 +356,8 @@ class BrokerController:
             if self.config.five:
                 self._every(TICK_SECONDS, self.timer.deliver_due)
             self.transaction_check.start()
+            if self.config.five:
+                self.transactions.start_op_batch()
             self.pop.start()
         if self.ha_client is not None:
             self.ha_client.start()
@@ -393,6 +396,7 @@ class BrokerController:
                 loop.stop()
         self._loops = []
         self.transaction_check.stop()
+        self.transactions.stop_op_batch()
         self.pull.hold.stop()
         self.pop.stop()
         self.ha_service.shutdown()

@@ -2,7 +2,11 @@
 
 A ``TRAN_MSG=true`` send is stored in ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0 with ``REAL_TOPIC``/
 ``REAL_QID``; COMMIT re-puts it to the real topic (transaction bits = COMMIT, prepared offset =
-the half record) and both COMMIT and ROLLBACK write the ``d`` op record. The periodic
+the half record) and both COMMIT and ROLLBACK write the ``d`` op record: at once on the 4.9 line
+(body: the half offset), in batches on the 5.x line (``TransactionalOpBatchService``: ``<offset>,``
+each, one op message per half queue every ``transactionOpBatchInterval`` (3 s) or once
+``transactionOpMsgMaxSize`` (4096) characters wait), so 5.5.0's check-back may ask about a message
+ended less than a batch ago. The periodic
 CHECK_TRANSACTION_STATE back-check is ``transaction_check.TransactionalMessageCheckService``; the
 producer's answer to it is an END_TRANSACTION with ``fromTransactionCheck=true`` naming the re-put
 copy of the half message, handled here like any other.
@@ -11,7 +15,7 @@ copy of the half message, handled here like any other.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec.codes import ResponseCode
@@ -36,10 +40,26 @@ from rmqtwin.store_mirror.record import (
 )
 
 if TYPE_CHECKING:
+    from twisted.internet.interfaces import IDelayedCall, IReactorTime
+
     from rmqtwin.codec.command import RemotingCommand
     from rmqtwin.fakes.broker.topics import TopicTable
     from rmqtwin.fakes.config import BrokerConfig
     from rmqtwin.store_mirror.message_store import MessageStore
+
+
+OP_BATCH_INTERVAL_MS = 3000  # BrokerConfig.transactionOpBatchInterval
+OP_MSG_MAX_SIZE = 4096  # BrokerConfig.transactionOpMsgMaxSize
+OFFSET_SEPARATOR = ","
+
+
+@dataclass
+class _OpContext:
+    """``MessageQueueOpContext``: one half queue's ended offsets waiting for their op message."""
+
+    last_write_ms: int
+    data: list[str] = field(default_factory=list)
+    total_size: int = 0
 
 
 @dataclass(eq=False, kw_only=True)
@@ -52,6 +72,9 @@ class TransactionService:
     store_host: tuple[str, int]
     now_ms: Callable[[], int]
     notify_message_arriving: Callable[[str, int], None]
+    clock: IReactorTime
+    op_contexts: dict[int, _OpContext] = field(default_factory=dict, init=False)
+    _op_batch_call: IDelayedCall | None = field(default=None, init=False)
 
     def parse_half_message(self, msg: MessageExtBrokerInner) -> None:
         """Turn a prepared message into the half record (``parseHalfMessageInner``)."""
@@ -113,7 +136,7 @@ class TransactionService:
             ):
                 return response(ResponseCode.SYSTEM_ERROR, result.status.name)
             self.notify_message_arriving(real_topic, inner.queue_id)
-        self._put_op(half.queue_offset)
+        self._delete_prepare_message(half)
         return answer
 
     def _reject_commit_or_rollback(self, header: EndTransactionRequestHeader, half: MessageExt) -> bool:
@@ -131,13 +154,83 @@ class TransactionService:
             immunity = timeout
         return self.now_ms() - half.born_timestamp > immunity
 
-    def _put_op(self, half_queue_offset: int) -> Any:
+    # -- op messages (``deletePrepareMessage``; 5.x: ``TransactionalOpBatchService``) ------------------
+    def _delete_prepare_message(self, half: MessageExt) -> None:
+        if not self.config.five:
+            self._put_op(half.queue_id, str(half.queue_offset))
+            return
+        context = self.op_contexts.get(half.queue_id)
+        if context is None:
+            context = self.op_contexts[half.queue_id] = _OpContext(last_write_ms=self.now_ms())
+        data = f"{half.queue_offset}{OFFSET_SEPARATOR}"
+        context.data.append(data)
+        context.total_size += len(data)
+        if context.total_size > self._op_max_size():
+            self._schedule_op_batch(0.0)
+
+    def _op_interval(self) -> int:
+        return int(self.config.extra.get("transactionOpBatchInterval", OP_BATCH_INTERVAL_MS))
+
+    def _op_max_size(self) -> int:
+        return int(self.config.extra.get("transactionOpMsgMaxSize", OP_MSG_MAX_SIZE))
+
+    def start_op_batch(self) -> None:
+        """The 5.x batch service's first run comes one interval after start."""
+        self._schedule_op_batch(self._op_interval() / 1000.0)
+
+    def stop_op_batch(self) -> None:
+        """At shutdown 5.5.0's service runs once more: the batches due are written, the rest lost."""
+        if self._op_batch_call is not None:
+            self._cancel_op_batch()
+            self.batch_send_op_message()
+
+    def _cancel_op_batch(self) -> None:
+        if self._op_batch_call is not None and self._op_batch_call.active():
+            self._op_batch_call.cancel()
+        self._op_batch_call = None
+
+    def _schedule_op_batch(self, delay: float) -> None:
+        self._cancel_op_batch()
+        self._op_batch_call = self.clock.callLater(delay, self._run_op_batch)
+
+    def _run_op_batch(self) -> None:
+        self._op_batch_call = None
+        wakeup_ms = self.batch_send_op_message()
+        self._schedule_op_batch(max(0, wakeup_ms - self.now_ms()) / 1000.0)
+
+    def batch_send_op_message(self) -> int:
+        """``batchSendOpMessage``: one op message for each queue whose batch is due (its interval
+        since the last write passed, or full); returns when to run again (0: at once)."""
+        start = self.now_ms()
+        interval, max_size = self._op_interval(), self._op_max_size()
+        first = start
+        over_size = False
+        for queue_id, context in self.op_contexts.items():
+            if not context.data or (
+                context.total_size < max_size and start - context.last_write_ms < interval
+            ):
+                continue
+            body = []
+            length = 0
+            while context.data and length < max_size:
+                piece = context.data.pop(0)
+                body.append(piece)
+                length += len(piece)
+            context.total_size -= length
+            context.last_write_ms = self.now_ms()
+            first = min(first, context.last_write_ms)
+            over_size = over_size or context.total_size >= max_size
+            self._put_op(queue_id, "".join(body))
+        wakeup = first + interval
+        return 0 if over_size or wakeup <= start else wakeup
+
+    def _put_op(self, queue_id: int, body: str) -> Any:
         self.topics.create_in_send_back_method(TRANS_OP_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
         props = {"TAGS": "d", "WAIT": "false"}
         op = MessageExtBrokerInner(
             topic=TRANS_OP_HALF_TOPIC,
-            body=str(half_queue_offset).encode(),
-            queue_id=0,
+            body=body.encode(),
+            queue_id=queue_id,
             properties=props,
             properties_string=properties_to_string(props),
             sys_flag=TRANSACTION_NOT_TYPE,

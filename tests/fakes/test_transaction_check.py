@@ -13,7 +13,7 @@ from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.headers import CheckTransactionStateRequestHeader, from_ext_fields
 from rmqtwin.codec.message import MessageExt, decode_message_record
 from rmqtwin.fakes.broker.controller import BrokerController
-from rmqtwin.fakes.broker.topics import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC
+from rmqtwin.fakes.broker.topics import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from rmqtwin.fakes.broker.transaction_check import (
     TRANS_CHECK_GROUP,
     TransactionalMessageCheckService,
@@ -358,3 +358,76 @@ def test_default_check_interval_is_the_lines(tmp_path: Any, version: str, first_
     finally:
         service.stop()
         broker.shutdown()
+
+
+def _op_bodies(broker: BrokerController) -> list[bytes]:
+    return [m.body for m in stored(broker, TRANS_OP_HALF_TOPIC, 0)]
+
+
+@pytest.mark.parametrize("version", ["5.5", "4.9"])
+def test_op_messages_are_written_in_batches_on_the_5_x_line(tmp_path: Any, version: str) -> None:
+    """5.5.0's ``TransactionalOpBatchService``: ended half offsets wait (``<offset>,`` each) for one op
+    message per half queue, written once ``transactionOpBatchInterval`` (3 s) has passed since the
+    queue's last one; 4.9.7 writes each at once (the offset alone)."""
+    clock = Clock()
+    clock.advance(1_700_000_000)
+    broker = make_broker(tmp_path, clock, rocketmq_version=version, transactionCheckInterval="3600000")
+    try:
+        p = producer(broker, clock)
+        for uniq in ("U0", "U1"):
+            send_half(p, b"x", uniq)
+        for half in stored(broker, TRANS_HALF_TOPIC, 0):
+            header = CheckTransactionStateRequestHeader(
+                tran_state_table_offset=half.queue_offset,
+                commit_log_offset=half.commitlog_offset,
+                msg_id=half.uniq_key,
+            )
+            end_transaction(p, header, COMMIT, from_check=False)
+        if version == "4.9":
+            assert _op_bodies(broker) == [b"0", b"1"]
+            return
+        assert _op_bodies(broker) == []
+        clock.advance(2.9)
+        assert _op_bodies(broker) == []
+        clock.advance(0.2)
+        assert _op_bodies(broker) == [b"0,1,"]
+        # The next end waits for the batch after: the service runs every interval.
+        send_half(p, b"x", "U2")
+        [*_, half] = stored(broker, TRANS_HALF_TOPIC, 0)
+        header = CheckTransactionStateRequestHeader(
+            tran_state_table_offset=half.queue_offset, commit_log_offset=half.commitlog_offset, msg_id="U2"
+        )
+        end_transaction(p, header, ROLLBACK, from_check=False)
+        clock.advance(2.9)
+        assert _op_bodies(broker) == [b"0,1,"]
+        clock.advance(0.2)
+        assert _op_bodies(broker) == [b"0,1,", b"2,"]
+    finally:
+        broker.shutdown()
+
+
+def test_a_check_racing_the_op_batch_asks_about_an_ended_message(env: Any) -> None:
+    """As on 5.5.0: a half message ended less than a batch before its check is checked back (its put
+    back copy has no op), and asked about again until its producer answers for the copy."""
+    broker, clock = env
+    service = TransactionalMessageCheckService(broker)
+    p = producer(broker, clock)
+    clock.advance(2.5)  # the op batch service's next run is 0.5 s away
+    send_half(p, b"x", "RACE")
+    [half] = stored(broker, TRANS_HALF_TOPIC, 0)
+    header = CheckTransactionStateRequestHeader(
+        tran_state_table_offset=half.queue_offset, commit_log_offset=half.commitlog_offset, msg_id="RACE"
+    )
+    end_transaction(p, header, COMMIT, from_check=False)
+    clock.advance(0.1)
+    assert len(service.check(0, 15).checked) == 1  # transactionTimeOut 0: due before the batch
+    [(asked, _)] = checks(p)
+    clock.advance(7)  # the batch wrote the op of the original, not of the copy
+    assert _op_bodies(broker) == [b"0,"]
+    assert len(service.check(6000, 15).checked) == 1
+    [(again, _)] = checks(p)
+    assert again.tran_state_table_offset == asked.tran_state_table_offset + 1
+    end_transaction(p, again, COMMIT)
+    clock.advance(7)
+    assert service.check(6000, 15).checked == []
+    assert [m.body for m in stored(broker, TOPIC)] == [b"x", b"x"]
