@@ -309,6 +309,9 @@ def test_pop_ack_change_invisible_time_and_revive(broker: Broker, unique_name: C
     # The two neither acked nor changed come back after the invisible time, retried once.
     revived = pop_until(broker, topic, group, 2)
     assert sorted(m.keys for m in revived) == ["k3", "k4"]
+    # Revived through the group's own pop retry topic, created on the way with one queue.
+    retry = broker.topic_config(f"%RETRY%{group}_{topic}")
+    assert (retry["readQueueNums"], retry["writeQueueNums"], retry["perm"]) == (1, 1, 6)
     for msg in revived:
         assert msg.topic == topic and msg.reconsume_times == 1
         assert msg.properties["POP_CK"].split(" ")[4] == "1"  # answered from the pop retry topic
