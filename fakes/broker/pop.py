@@ -42,7 +42,7 @@ from twisted.internet.task import LoopingCall
 
 from rmqtwin.codec.bodies import BatchAckMessageRequestBody
 from rmqtwin.codec.codes import ResponseCode
-from rmqtwin.codec.errors import BodyError
+from rmqtwin.codec.errors import BodyError, HeaderFieldError
 from rmqtwin.codec.headers import (
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
@@ -54,7 +54,14 @@ from rmqtwin.codec.message import decode_message_records, encode_message_record
 from rmqtwin.fakes.broker.filter import FilterError, build_subscription_data, message_filter_for
 from rmqtwin.fakes.broker.groups import refuse_consuming
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX, is_readable
-from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, response, suggest_todo
+from rmqtwin.fakes.dispatch import (
+    NOT_SET_REMARK,
+    Channel,
+    decode_header,
+    require_key,
+    response,
+    suggest_todo,
+)
 from rmqtwin.store_mirror.commitlog import PutMessageStatus
 from rmqtwin.store_mirror.config import ConfigManager
 from rmqtwin.store_mirror.message_store import GetMessageStatus
@@ -82,6 +89,55 @@ _PASSED_OVER = (
     GetMessageStatus.OFFSET_FOUND_NULL,
     GetMessageStatus.MESSAGE_WAS_REMOVING,
 )
+
+
+POP_GROUP_NPE = (
+    "java.lang.NullPointerException, "
+    "java.base/java.util.concurrent.ConcurrentHashMap.computeIfAbsent(ConcurrentHashMap.java:1693)"
+)
+"""5.5.0's answer to a POP without ``consumerGroup`` (its first use is a ``computeIfAbsent`` key)."""
+
+
+_PRIMITIVES = {"Integer": "int", "Long": "long"}
+
+
+def unboxed_null(header: str, getter: str, boxed: str, frame: str) -> str:
+    """5.5.0's answer to a POP-family request whose boxed header field is missing or not a number: its
+    header decoding leaves the field null, and the processor's first unboxing of it fails there."""
+    unboxing = f"java.lang.{boxed}.{_PRIMITIVES[boxed]}Value()"
+    return (
+        f'java.lang.NullPointerException: Cannot invoke "{unboxing}" because '
+        f'the return value of "org.apache.rocketmq.remoting.protocol.header.{header}.{getter}()" is null, '
+        f"org.apache.rocketmq.broker.processor.{frame}"
+    )
+
+
+def extra_info_parts(extra_info: str | None, getter: str, least: int, line: int) -> list[str]:
+    """``ExtraInfoUtil.split`` and the length check of its first getter (5.5.0's remarks)."""
+    if extra_info is None:
+        raise HeaderFieldError(
+            "split extraInfo is null",
+            "extraInfo",
+            "java.lang.IllegalArgumentException: split extraInfo is null, "
+            "org.apache.rocketmq.remoting.protocol.header.ExtraInfoUtil.split(ExtraInfoUtil.java:40)",
+        )
+    parts = extra_info.split(KEY_SEPARATOR)
+    if len(parts) < least:
+        raise HeaderFieldError(
+            f"{getter} fail",
+            "extraInfo",
+            f"java.lang.IllegalArgumentException: {getter} fail, extraInfoStrs length {len(parts)}, "
+            f"org.apache.rocketmq.remoting.protocol.header.ExtraInfoUtil.{getter}(ExtraInfoUtil.java:{line})",
+        )
+    return parts
+
+
+def java_defaults(header: Any, **defaults: Any) -> None:
+    """5.5.0 decodes the POP family's headers without checking them: a field missing or not a number
+    keeps its Java default (0 for the primitive ones named here, null for the boxed ones)."""
+    for attr, value in defaults.items():
+        if getattr(header, attr) is None:
+            setattr(header, attr, value)
 
 
 def pop_retry_topic(topic: str, group: str) -> str:
@@ -252,7 +308,10 @@ class PopProcessor:
         if fields.get("bornTime") in (None, "0"):
             fields["bornTime"] = str(broker.now_ms())
             request.ext_fields = fields
-        header = decode_header(request, PopMessageRequestHeader)
+        header = decode_header(request, PopMessageRequestHeader, strict=False)
+        java_defaults(
+            header, queue_id=0, max_msg_nums=0, invisible_time=0, poll_time=0, born_time=0, init_mode=0
+        )
         ip = broker.config.broker_ip1
         if broker.now_ms() - header.born_time - header.poll_time > 500:
             return response(ResponseCode.POLLING_TIMEOUT, f"the broker[{ip}] pop message is timeout too much")
@@ -262,10 +321,18 @@ class PopProcessor:
             return response(
                 ResponseCode.INVALID_PARAMETER, f"the broker[{ip}] pop message's num is greater than 32"
             )
-        topic, group = header.topic, header.consumer_group
+        topic, group = require_key(header.topic, "topic"), header.consumer_group
+        if group is None:
+            return response(ResponseCode.SYSTEM_ERROR, POP_GROUP_NPE)
         refused = self.readable_by(channel, topic, header.queue_id, group)
         if refused is not None:
             return refused
+        if header.max_msg_nums < 0:  # new ArrayList<>(maxMsgNums)
+            return response(
+                ResponseCode.SYSTEM_ERROR,
+                f"java.lang.IllegalArgumentException: Illegal Capacity: {header.max_msg_nums}, "
+                "java.base/java.util.ArrayList.<init>(ArrayList.java:160)",
+            )
         try:
             subscription = build_subscription_data(topic, header.exp or "*", header.exp_type or "TAG")
             message_filter = message_filter_for(subscription, self.broker.config.five, from_request=True)
@@ -320,7 +387,7 @@ class PopProcessor:
         """The topic, queue and group checks POP, PEEK, NOTIFICATION and POLLING_INFO share (5.5.0
         words them alike): None when ``group`` may read ``queue_id`` of ``topic``, else the refusal."""
         broker = self.broker
-        topic_config = broker.topics.get(topic)
+        topic_config = broker.topics.get(require_key(topic, "topic"))
         if topic_config is None:
             return response(
                 ResponseCode.TOPIC_NOT_EXIST,
@@ -334,7 +401,8 @@ class PopProcessor:
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
                 f"[{topic_config.read_queue_nums}] consumer:[{channel.remote_addr}]",
             )
-        return refuse_consuming(group, broker.groups.find(group), broker.config.five)
+        group_config = broker.groups.find(require_key(group, "consumerGroup"))
+        return refuse_consuming(group, group_config, broker.config.five)
 
     def queues_in_pop_order(
         self,
@@ -540,21 +608,43 @@ class PopProcessor:
 
     # -- ACK_MESSAGE ---------------------------------------------------------------------------------
     def _queue_checks(
-        self, channel: Channel, topic: str, queue_id: int, offset: int, *, ack: bool
+        self,
+        channel: Channel,
+        header: AckMessageRequestHeader | ChangeInvisibleTimeRequestHeader,
+        *,
+        ack: bool,
     ) -> RemotingCommand | None:
+        """The topic, queue and offset checks of ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME, each
+        field met (a null one failing) where 5.5.0's processor first uses it."""
         broker = self.broker
+        topic = require_key(header.topic, "topic")
         config = broker.topics.get(topic)
         if config is None:
             return response(
                 ResponseCode.TOPIC_NOT_EXIST,
                 f"topic[{topic}] not exist, apply first please! {suggest_todo(broker.config.five)}",
             )
+        cls, frame = (
+            ("AckMessageRequestHeader", "AckMessageProcessor.processRequest(AckMessageProcessor.java:{})")
+            if ack
+            else (
+                "ChangeInvisibleTimeRequestHeader",
+                "ChangeInvisibleTimeProcessor.processRequestAsync(ChangeInvisibleTimeProcessor.java:{})",
+            )
+        )
+        queue_id, offset = header.queue_id, header.offset
+        if queue_id is None:
+            npe = unboxed_null(cls, "getQueueId", "Integer", frame.format(141 if ack else 120))
+            return response(ResponseCode.SYSTEM_ERROR, npe)
         if queue_id >= config.read_queue_nums or queue_id < 0:
             return response(
                 ResponseCode.MESSAGE_ILLEGAL,
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
                 f"[{config.read_queue_nums}] consumer:[{channel.remote_addr}]",
             )
+        if offset is None:
+            npe = unboxed_null(cls, "getOffset", "Long", frame.format(162 if ack else 141))
+            return response(ResponseCode.SYSTEM_ERROR, npe)
         low = broker.store.get_min_offset_in_queue(topic, queue_id)
         high = broker.store.get_max_offset_in_queue(topic, queue_id)
         if ack and (offset < low or offset > high):
@@ -568,12 +658,13 @@ class PopProcessor:
         return None
 
     def ack_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        header = decode_header(request, AckMessageRequestHeader)
-        failure = self._queue_checks(channel, header.topic, header.queue_id, header.offset, ack=True)
+        header = decode_header(request, AckMessageRequestHeader, strict=False)
+        failure = self._queue_checks(channel, header, ack=True)
         if failure is not None:
             return failure
-        parts = header.extra_info.split(KEY_SEPARATOR)
-        if len(parts) > 3 and parts[3] == str(POP_ORDER_REVIVE_QUEUE):
+        parts = extra_info_parts(header.extra_info, "getBrokerName", 6, 107)
+        header.consumer_group = header.consumer_group or ""  # only named in the ack 5.5.0 stores
+        if parts[3] == str(POP_ORDER_REVIVE_QUEUE):
             try:
                 pop_time = int(parts[1])
             except ValueError:
@@ -679,11 +770,12 @@ class PopProcessor:
 
     # -- CHANGE_MESSAGE_INVISIBLETIME ----------------------------------------------------------------
     def change_invisible_time(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        header = decode_header(request, ChangeInvisibleTimeRequestHeader)
-        failure = self._queue_checks(channel, header.topic, header.queue_id, header.offset, ack=False)
+        header = decode_header(request, ChangeInvisibleTimeRequestHeader, strict=False)
+        failure = self._queue_checks(channel, header, ack=False)
         if failure is not None:
             return failure
-        parts = header.extra_info.split(KEY_SEPARATOR)
+        parts = extra_info_parts(header.extra_info, "getReviveQid", 4, 68)
+        header.consumer_group = header.consumer_group or ""
         try:
             revive_qid = int(parts[3])
             pop_time = int(parts[1])
@@ -691,6 +783,14 @@ class PopProcessor:
             return response(ResponseCode.SYSTEM_ERROR)
         if revive_qid == POP_ORDER_REVIVE_QUEUE:
             return self._change_invisible_time_orderly(header, pop_time)
+        if header.invisible_time is None:
+            npe = unboxed_null(
+                "ChangeInvisibleTimeRequestHeader",
+                "getInvisibleTime",
+                "Long",
+                "ChangeInvisibleTimeProcessor.appendCheckPointThenAckOrigin(ChangeInvisibleTimeProcessor.java:321)",
+            )
+            return response(ResponseCode.SYSTEM_ERROR, npe)
         now = self.broker.now_ms()
         # ``appendCheckPointThenAckOrigin``: a one-message checkpoint from now, then the old one acked.
         key = (header.topic, header.consumer_group, header.queue_id)
@@ -708,9 +808,11 @@ class PopProcessor:
         )
         self._ack(header.consumer_group, header.topic, header.queue_id, header.offset, header.extra_info)
         return response(
-            ext_fields=ChangeInvisibleTimeResponseHeader(
+            ResponseCode.SUCCESS,
+            NOT_SET_REMARK,  # 5.5.0's createResponseCommand(Class), never given a remark
+            ChangeInvisibleTimeResponseHeader(
                 pop_time=now, invisible_time=header.invisible_time, revive_qid=revive_qid
-            )
+            ),
         )
 
     def _change_invisible_time_orderly(

@@ -30,7 +30,7 @@ from rmqtwin.codec.headers import (
     PollingInfoResponseHeader,
     PopMessageResponseHeader,
 )
-from rmqtwin.fakes.broker.pop import PopProcessor, PopRequest
+from rmqtwin.fakes.broker.pop import PopProcessor, PopRequest, java_defaults
 from rmqtwin.fakes.broker.topics import is_readable
 from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, response
 from rmqtwin.store_mirror.message_store import GetMessageStatus
@@ -71,7 +71,8 @@ class PopProbeProcessor:
 
     # -- PEEK_MESSAGE ------------------------------------------------------------------------------
     def peek_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        header = decode_header(request, PeekMessageRequestHeader)
+        header = decode_header(request, PeekMessageRequestHeader, strict=False)
+        java_defaults(header, queue_id=0, max_msg_nums=0)
         refused = self._broker_unreadable() or self.pop.readable_by(
             channel, header.topic, header.queue_id, header.consumer_group
         )
@@ -110,7 +111,8 @@ class PopProbeProcessor:
         if fields.get("bornTime") in (None, "0"):
             fields["bornTime"] = str(self.broker.now_ms())
             request.ext_fields = fields
-        header = decode_header(request, NotificationRequestHeader)
+        header = decode_header(request, NotificationRequestHeader, strict=False)
+        java_defaults(header, queue_id=0, poll_time=0, born_time=0)
         refused = self._broker_unreadable() or self.pop.readable_by(
             channel, header.topic, header.queue_id, header.consumer_group
         )
@@ -149,7 +151,8 @@ class PopProbeProcessor:
 
     # -- POLLING_INFO ------------------------------------------------------------------------------
     def polling_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        header = decode_header(request, PollingInfoRequestHeader)
+        header = decode_header(request, PollingInfoRequestHeader, strict=False)
+        java_defaults(header, queue_id=0)
         refused = self._broker_unreadable() or self.pop.readable_by(
             channel, header.topic, header.queue_id, header.consumer_group
         )

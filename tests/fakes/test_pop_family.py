@@ -349,3 +349,212 @@ def test_the_5_x_line_defaults_of_real_5_5_0() -> None:
     with RealRocketMQ("5") as real:
         shown = _broker_config(real.broker_addr)
     assert {key: shown.get(key) for key in LINE_DEFAULTS} == LINE_DEFAULTS
+
+
+# -- bad header fields ----------------------------------------------------------------------------
+
+NULL_KEY = (
+    'java.lang.NullPointerException: Cannot invoke "Object.hashCode()" because "key" is null, '
+    "java.base/java.util.concurrent.ConcurrentHashMap.get(ConcurrentHashMap.java:936)"
+)
+
+
+def _null_unboxed(header: str, getter: str, unboxing: str, frame: str) -> str:
+    return (
+        f'java.lang.NullPointerException: Cannot invoke "java.lang.{unboxing}()" because the return value '
+        f'of "org.apache.rocketmq.remoting.protocol.header.{header}.{getter}()" is null, '
+        f"org.apache.rocketmq.broker.processor.{frame}"
+    )
+
+
+def _extra_info_refused(getter: str, length: int, line: int) -> str:
+    return (
+        f"java.lang.IllegalArgumentException: {getter} fail, extraInfoStrs length {length}, "
+        f"org.apache.rocketmq.remoting.protocol.header.ExtraInfoUtil.{getter}(ExtraInfoUtil.java:{line})"
+    )
+
+
+SPLIT_NULL = (
+    "java.lang.IllegalArgumentException: split extraInfo is null, "
+    "org.apache.rocketmq.remoting.protocol.header.ExtraInfoUtil.split(ExtraInfoUtil.java:40)"
+)
+ACK_FRAME = "AckMessageProcessor.processRequest(AckMessageProcessor.java:{})"
+CHANGE_FRAME = "ChangeInvisibleTimeProcessor.processRequestAsync(ChangeInvisibleTimeProcessor.java:{})"
+ACK_OFFSET_NULL = _null_unboxed(
+    "AckMessageRequestHeader", "getOffset", "Long.longValue", ACK_FRAME.format(162)
+)
+CHANGE_INVISIBLE_NULL = _null_unboxed(
+    "ChangeInvisibleTimeRequestHeader",
+    "getInvisibleTime",
+    "Long.longValue",
+    "ChangeInvisibleTimeProcessor.appendCheckPointThenAckOrigin(ChangeInvisibleTimeProcessor.java:321)",
+)
+NOTHING_TO_POP = (ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE")
+NOTHING_TO_PEEK = (ResponseCode.PULL_NOT_FOUND, "NO_MESSAGE_IN_QUEUE")
+FINE = (ResponseCode.SUCCESS, NOT_SET)
+
+# (request, header changes: None removes the field, expected code and remark); seen on real 5.5.0:
+# its POP-family headers are decoded unchecked (a field missing or not a number keeps its Java
+# default: 0, or null for a boxed one), so a request fails only where the processor meets the null.
+BAD_FIELDS: list[tuple[str, dict[str, str | None], tuple[int, str | None]]] = [
+    (
+        "pop",
+        {"consumerGroup": None},
+        (
+            ResponseCode.SYSTEM_ERROR,
+            "java.lang.NullPointerException, "
+            "java.base/java.util.concurrent.ConcurrentHashMap.computeIfAbsent(ConcurrentHashMap.java:1693)",
+        ),
+    ),
+    ("pop", {"topic": None}, (ResponseCode.SYSTEM_ERROR, NULL_KEY)),
+    (
+        "pop",
+        {"maxMsgNums": "-1"},
+        (
+            ResponseCode.SYSTEM_ERROR,
+            "java.lang.IllegalArgumentException: Illegal Capacity: -1, "
+            "java.base/java.util.ArrayList.<init>(ArrayList.java:160)",
+        ),
+    ),
+    ("pop", {"queueId": None, "maxMsgNums": None, "invisibleTime": None, "initMode": None}, NOTHING_TO_POP),
+    (
+        "pop",
+        {"invisibleTime": "abc", "maxMsgNums": "abc", "queueId": "abc", "pollTime": None},
+        NOTHING_TO_POP,
+    ),
+    ("pop", {"invisibleTime": "-1"}, NOTHING_TO_POP),
+    ("ack", {"consumerGroup": None}, (ResponseCode.SUCCESS, None)),
+    ("ack", {"topic": None}, (ResponseCode.SYSTEM_ERROR, NULL_KEY)),
+    (
+        "ack",
+        {"queueId": None},
+        (
+            ResponseCode.SYSTEM_ERROR,
+            _null_unboxed("AckMessageRequestHeader", "getQueueId", "Integer.intValue", ACK_FRAME.format(141)),
+        ),
+    ),
+    ("ack", {"offset": None}, (ResponseCode.SYSTEM_ERROR, ACK_OFFSET_NULL)),
+    ("ack", {"offset": "abc"}, (ResponseCode.SYSTEM_ERROR, ACK_OFFSET_NULL)),
+    ("ack", {"extraInfo": None}, (ResponseCode.SYSTEM_ERROR, SPLIT_NULL)),
+    (
+        "ack",
+        {"extraInfo": "0 1 2"},
+        (ResponseCode.SYSTEM_ERROR, _extra_info_refused("getBrokerName", 3, 107)),
+    ),
+    ("change", {"consumerGroup": None}, FINE),
+    ("change", {"invisibleTime": "-1000"}, FINE),
+    ("change", {"topic": None}, (ResponseCode.SYSTEM_ERROR, NULL_KEY)),
+    (
+        "change",
+        {"queueId": None},
+        (
+            ResponseCode.SYSTEM_ERROR,
+            _null_unboxed(
+                "ChangeInvisibleTimeRequestHeader", "getQueueId", "Integer.intValue", CHANGE_FRAME.format(120)
+            ),
+        ),
+    ),
+    (
+        "change",
+        {"offset": None},
+        (
+            ResponseCode.SYSTEM_ERROR,
+            _null_unboxed(
+                "ChangeInvisibleTimeRequestHeader", "getOffset", "Long.longValue", CHANGE_FRAME.format(141)
+            ),
+        ),
+    ),
+    ("change", {"invisibleTime": None}, (ResponseCode.SYSTEM_ERROR, CHANGE_INVISIBLE_NULL)),
+    ("change", {"invisibleTime": "abc"}, (ResponseCode.SYSTEM_ERROR, CHANGE_INVISIBLE_NULL)),
+    ("change", {"extraInfo": None}, (ResponseCode.SYSTEM_ERROR, SPLIT_NULL)),
+    (
+        "change",
+        {"extraInfo": "garbage"},
+        (ResponseCode.SYSTEM_ERROR, _extra_info_refused("getReviveQid", 1, 68)),
+    ),
+    ("peek", {"consumerGroup": None}, (ResponseCode.SYSTEM_ERROR, NULL_KEY)),
+    ("peek", {"topic": None}, (ResponseCode.SYSTEM_ERROR, NULL_KEY)),
+    ("peek", {"queueId": None, "maxMsgNums": None}, NOTHING_TO_PEEK),
+    ("notification", {"consumerGroup": None}, (ResponseCode.SYSTEM_ERROR, NULL_KEY)),
+    ("notification", {"topic": None}, (ResponseCode.SYSTEM_ERROR, NULL_KEY)),
+    ("notification", {"queueId": None, "pollTime": None}, FINE),
+    ("polling", {"consumerGroup": None}, (ResponseCode.SYSTEM_ERROR, NULL_KEY)),
+    ("polling", {"topic": None}, (ResponseCode.SYSTEM_ERROR, NULL_KEY)),
+    ("polling", {"queueId": None}, FINE),
+]
+
+
+def test_bad_header_fields_are_answered_as_5_5_0_answers_them(
+    broker: Broker, unique_name: Callable[[str], str]
+) -> None:
+    empty, group = _setup(broker, unique_name, "BadHdr", 0)
+    held, _ = _setup(broker, unique_name, "BadHdrM", 1)  # ack and change need an offset in the queue
+    now = str(int(time.time() * 1000))
+    handle = "0 1 5000 0 0 broker-a 0 0"
+    requests: dict[str, tuple[int, dict[str, str]]] = {
+        "pop": (
+            RequestCode.POP_MESSAGE,
+            {
+                "consumerGroup": group,
+                "topic": empty,
+                "queueId": "-1",
+                "maxMsgNums": "32",
+                "invisibleTime": "5000",
+                "pollTime": "0",
+                "bornTime": now,
+                "initMode": "0",
+            },
+        ),
+        "ack": (
+            RequestCode.ACK_MESSAGE,
+            {
+                "consumerGroup": group,
+                "topic": held,
+                "queueId": "0",
+                "extraInfo": handle,
+                "offset": "0",
+            },
+        ),
+        "change": (
+            RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
+            {
+                "consumerGroup": group,
+                "topic": held,
+                "queueId": "0",
+                "extraInfo": handle,
+                "offset": "0",
+                "invisibleTime": "1000",
+            },
+        ),
+        "peek": (
+            RequestCode.PEEK_MESSAGE,
+            {
+                "consumerGroup": group,
+                "topic": empty,
+                "queueId": "-1",
+                "maxMsgNums": "32",
+            },
+        ),
+        "notification": (
+            RequestCode.NOTIFICATION,
+            {
+                "consumerGroup": group,
+                "topic": empty,
+                "queueId": "-1",
+                "pollTime": "0",
+                "bornTime": now,
+            },
+        ),
+        "polling": (RequestCode.POLLING_INFO, {"consumerGroup": group, "topic": empty, "queueId": "-1"}),
+    }
+    seen = []
+    for name, changes, _ in BAD_FIELDS:
+        code, ext = requests[name]
+        ext = {**ext, **{k: v for k, v in changes.items() if v is not None}}
+        for key in (k for k, v in changes.items() if v is None):
+            ext.pop(key)
+        answer = broker.call(code, ext)
+        seen.append((name, changes, (answer.code, answer.remark)))
+    assert seen == BAD_FIELDS
+    # The connection and the broker are unharmed: a good pop still answers.
+    assert pop_request(broker, empty, group, pollTime="0").code == ResponseCode.POLLING_TIMEOUT
