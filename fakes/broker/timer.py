@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.message import MessageExt, decode_message_record
+from rmqtwin.fakes.broker.topics import TIMER_TOPIC  # TimerMessageStore.TIMER_TOPIC
 from rmqtwin.store_mirror.config import ConfigManager
 from rmqtwin.store_mirror.message_store import GetMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from rmqtwin.fakes.broker.schedule import Reput
     from rmqtwin.store_mirror.message_store import MessageStore
 
-TIMER_TOPIC = "rmq_sys_wheel_timer"  # TimerMessageStore.TIMER_TOPIC
 TIMER_GROUP = "TIMER_CONSUMER"
 TIMER_PRECISION_MS = 1000  # MessageStoreConfig.timerPrecisionMs
 TIMER_MAX_DELAY_SEC = 3600 * 24 * 3  # MessageStoreConfig.timerMaxDelaySec

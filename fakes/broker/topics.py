@@ -25,6 +25,9 @@ TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+SYNC_BROKER_MEMBER_PREFIX = "rmq_sys_SYNC_BROKER_MEMBER_"
+TIMER_TOPIC = "rmq_sys_wheel_timer"
+ROCKSDB_TRANS_TOPICS = ("RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC", "RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC")
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 TOPIC_MAX_LENGTH = 127
@@ -161,6 +164,11 @@ class TopicTable(TopicConfigManager):
         if c.trace_topic_enable:
             system.append(TopicConfig(TRACE_TOPIC, 1, 1))
         system.append(TopicConfig(f"{c.broker_cluster_name}_REPLY_TOPIC", 1, 1))
+        if c.five:  # 5.5.0's TopicConfigManager.init creates these at start too
+            system.append(TopicConfig(f"{SYSTEM_TOPIC_PREFIX}REVIVE_LOG_{c.broker_cluster_name}", 8, 8))
+            system.append(TopicConfig(f"{SYNC_BROKER_MEMBER_PREFIX}{c.broker_name}", 1, 1, PERM_INHERIT))
+            for topic in (TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, *ROCKSDB_TRANS_TOPICS, TIMER_TOPIC):
+                system.append(TopicConfig(topic, 1, 1))
         for tc in system:
             self.topic_config_table[tc.topic_name] = tc
 
