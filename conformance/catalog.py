@@ -22,27 +22,25 @@ the step's observation::
     args = ["topicStatus", "-t", "$topic"]
     keep = "header"                  # observe the table's header line(s), not every row
 
-``$topic``-style words anywhere in a step are replaced by the run's values, ``$namesrv``,
-``$broker`` and ``$cluster`` by the target's. ``observe`` (a list of event kinds, default
-every kind a driver reports) and ``fields`` (keep only these event fields) narrow an observation;
-``dedupe = true`` observes a driver's events as a set (a second delivery of a body is not compared).
-``sequence = true`` also observes the bodies a consumer received in the order it got them, per queue
-(what orderly consumption promises). ``capture = { uid = ["sent", "index=0", "msgId"] }`` keeps a field
-of a driver's event (kind, key as events are keyed, field) as ``$uid`` for the later steps (a message
-id to query by). ``background = "name"`` on a driver step leaves the driver running (once it printed
-"started", or ``ready = { event = "received", count = 2 }``; ``capture`` reads what it printed so far)
-for the steps that follow, until ``action = "stop"`` with
-``of = "name"`` ends it and observes what it printed (a run ends the ones left). A step with
-``clients = ["4.9"]`` runs only with that client line. A scenario with
-``exclusive = true`` (one that changes what every run on the broker sees, such as its config) runs on
-one target at a time; the runs of every other scenario go side by side. A scenario with
-``own_cluster = true`` (one that changes the name server's view of the broker, such as
-``wipeWritePerm``) runs each time on a cluster started for that run alone (``Target.own_cluster``), with
-the scenario's ``[broker_conf]`` on top of the suite's (``autoCreateTopicEnable = false``), and is
-skipped, with the reason, for a target that cannot start one (``ns=HOST:PORT``).
-``$workdir`` is a directory of the run's own; an ``mqadmin`` step's ``files = { "name" = "text" }``
-are written there first (a topic list for ``updateTopicList -f $workdir/name``).
-"""
+``$topic``-style words anywhere in a step are replaced by the run's values, ``$namesrv``, ``$broker``
+(the first master, broker-a), ``$broker2`` (the last) and ``$cluster`` by the target's. ``observe`` (a
+list of event kinds, default every kind a driver reports) and ``fields`` (keep only these event fields)
+narrow an observation; ``dedupe = true`` observes a driver's events as a set (a second delivery of a
+body is not compared). ``sequence = true`` also observes the bodies a consumer received in the order it
+got them, per queue (what orderly consumption promises). ``capture = { uid = ["sent", "index=0",
+"msgId"] }`` keeps a field of a driver's event (kind, key as events are keyed, field) as ``$uid`` for
+the later steps (a message id to query by). ``background = "name"`` on a driver step leaves the driver
+running (once it printed "started", or ``ready = { event = "received", count = 2 }``; ``capture`` reads
+what it printed so far) for the steps that follow, until ``action = "stop"`` with ``of = "name"`` ends
+it and observes what it printed (a run ends the ones left). A step with ``clients = ["4.9"]`` runs only
+with that client line. A scenario with ``exclusive = true`` (one that changes what every run on the
+broker sees, such as its config) runs on one target at a time; the runs of every other scenario go side
+by side. A scenario with ``own_cluster = true`` (one that changes the name server's view of the broker,
+such as ``wipeWritePerm``) runs each time on a cluster started for that run alone
+(``Target.own_cluster``), with the scenario's ``[broker_conf]`` on top of the suite's
+(``autoCreateTopicEnable = false``), and is skipped, with the reason, for a target that cannot start one
+(``ns=HOST:PORT``). ``$workdir`` is a directory of the run's own; an ``mqadmin`` step's ``files = {
+"name" = "text" }`` are written there first (a topic list for ``updateTopicList -f $workdir/name``)."""
 
 from __future__ import annotations
 
@@ -116,6 +114,7 @@ SUMMARY_FIELDS = (
     "reconsumeLater",
     "pulls",
     "settled",
+    "attemptOutcomes",
 )
 # Event fields that say how the driver ran, not what the broker did.
 DRIVER_FIELDS = frozenset({"event", "elapsedMs", "attempt", "thread", "t", "ts", "latencyMs"})
@@ -132,15 +131,16 @@ RequestFn = Callable[
 class Target:
     """A RocketMQ the catalog runs against: its name server, its brokers, its cluster name.
 
-    ``own_cluster(broker_conf)`` starts a cluster of the same kind, with these broker.conf keys on
-    top of the suite's, for one run of an ``own_cluster`` scenario and stops it afterwards (None: this
-    target cannot, the scenario is skipped for it)."""
+    ``own_cluster(broker_conf, brokers)`` starts a cluster of the same kind with ``brokers`` masters
+    (broker-a, broker-b, ...) and these broker.conf keys on top of the suite's, for one run of an
+    ``own_cluster`` scenario, and stops it afterwards (None: this target cannot, the scenario is skipped
+    for it)."""
 
     name: str
     namesrv_addr: str
     broker_addrs: tuple[str, ...]
     cluster: str = "rmqtwin"
-    own_cluster: Callable[[Mapping[str, object]], AbstractContextManager[Target]] | None = field(
+    own_cluster: Callable[[Mapping[str, object], int], AbstractContextManager[Target]] | None = field(
         default=None, compare=False, repr=False
     )
 
@@ -172,6 +172,8 @@ class Scenario:
     own_cluster: bool = False
     """Each run on a cluster of its own (it changes what the name server tells every client)."""
     broker_conf: Mapping[str, object] = field(default_factory=dict)
+    brokers: int = 1
+    """Masters of the scenario's own cluster (``brokers = 2``: a producer retrying on another broker)."""
     """broker.conf keys of the scenario's own cluster, on top of the suite's."""
 
 
@@ -195,7 +197,8 @@ def load_scenario(path: Path) -> Scenario:
         tags=tuple(data.get("tags", ())),
         exclusive=bool(data.get("exclusive", False)),
         fixed={str(k): str(v) for k, v in data.get("fixed", {}).items()},
-        own_cluster=bool(data.get("own_cluster", False)),
+        own_cluster=bool(data.get("own_cluster", False)) or int(data.get("brokers", 1)) > 1,
+        brokers=int(data.get("brokers", 1)),
         broker_conf=dict(data.get("broker_conf", {})),
     )
 
@@ -269,7 +272,7 @@ def run_scenario(
                     f"{scenario.name} needs a cluster of its own, which {target.name} cannot start"
                 )
             try:
-                target = stack.enter_context(target.own_cluster(scenario.broker_conf))
+                target = stack.enter_context(target.own_cluster(scenario.broker_conf, scenario.brokers))
             except (RuntimeError, OSError, AssertionError) as exc:  # the run's outcome, with log tails
                 run.error = f"starting a cluster of its own: {exc}"
                 run.seconds = time.monotonic() - started
@@ -281,6 +284,7 @@ def run_scenario(
                 **names,
                 "namesrv": target.namesrv_addr,
                 "broker": target.broker_addrs[0],
+                "broker2": target.broker_addrs[-1],
                 "cluster": target.cluster,
                 "workdir": workdir,
             }
@@ -542,9 +546,15 @@ _ACTIONS: dict[str, Action] = {
 
 
 def broker_addrs_of(namesrv_addr: str) -> tuple[str, ...]:
-    """The master brokers a name server lists (for an ``ns=HOST:PORT`` target)."""
+    """The master brokers a name server lists (for an ``ns=HOST:PORT`` target), by broker name."""
     code, body = query_cluster_info(namesrv_addr)
     if code != 0:
         raise StepError(f"{namesrv_addr} answered GET_BROKER_CLUSTER_INFO with code {code}")
-    # brokerAddrs maps brokerId to address with bare integer keys (fastjson): 0 is the master.
-    return tuple(sorted({addr.decode() for addr in re.findall(rb'[{,]0:"([^"]+)"', body)}))
+    # Each BrokerData: "brokerAddrs" maps brokerId to address with bare integer keys (fastjson), 0 the
+    # master; "brokerName" follows (bean fields sorted).
+    masters = {}
+    for addrs, name in re.findall(rb'\{"brokerAddrs":\{([^}]*)\},"brokerName":"([^"]+)"', body):
+        master = re.search(rb'(?:^|,)0:"([^"]+)"', addrs)
+        if master is not None:
+            masters[name.decode()] = master.group(1).decode()
+    return tuple(addr for _, addr in sorted(masters.items()))

@@ -200,24 +200,27 @@ def run_catalog(
 
 @contextlib.contextmanager
 def own_twin(
-    line: str, broker_conf: Mapping[str, object] | None = None, name: str = "twin"
+    line: str, broker_conf: Mapping[str, object] | None = None, brokers: int = 1, name: str = "twin"
 ) -> Iterator[Target]:
-    """A twin of its own (``TWIN_BROKER_CONF`` and ``broker_conf``, answering as ``line``) for one run."""
+    """A twin of its own (``TWIN_BROKER_CONF`` and ``broker_conf``, answering as ``line``) for one run;
+    two masters (``brokers=2``) are ``serve --cluster 2m-noslave``."""
     from rmqtwin.fakes.pytest_plugin import start_subprocess
 
+    if brokers not in (1, 2):
+        raise ValueError(f"the twin starts one or two masters, not {brokers}")
     work = tempfile.mkdtemp(prefix="rmqtwin-conformance-")
     try:
         twin = start_subprocess(
             work,
             broker_conf={**TWIN_BROKER_CONF, **(broker_conf or {})},
             broker_name="broker-a",
-            serve_args=("--rocketmq-version", line),
+            serve_args=("--rocketmq-version", line, *(("--cluster", "2m-noslave") if brokers == 2 else ())),
         )
         try:
             yield Target(
                 name,
                 twin.namesrv_addr,
-                (twin.broker_addr,),
+                tuple(twin.brokers.values()) if brokers == 2 else (twin.broker_addr,),
                 own_cluster=functools.partial(own_twin, line, name=name),
             )
         finally:
@@ -227,10 +230,15 @@ def own_twin(
 
 
 @contextlib.contextmanager
-def own_real(version: str, broker_conf: Mapping[str, object] | None = None, *, name: str) -> Iterator[Target]:
-    """Real RocketMQ of its own (``SHARED_BROKER_CONF`` and ``broker_conf``), killed afterwards."""
+def own_real(
+    version: str, broker_conf: Mapping[str, object] | None = None, brokers: int = 1, *, name: str
+) -> Iterator[Target]:
+    """Real RocketMQ of its own (``brokers`` masters, ``SHARED_BROKER_CONF`` and ``broker_conf``),
+    killed afterwards."""
     rmq = RealRocketMQ(
-        resolve_version(version), broker_conf_overrides={**SHARED_BROKER_CONF, **(broker_conf or {})}
+        resolve_version(version),
+        broker_conf_overrides={**SHARED_BROKER_CONF, **(broker_conf or {})},
+        brokers=brokers,
     )
     try:
         rmq.start()

@@ -345,7 +345,7 @@ def test_an_own_cluster_scenario_runs_each_time_on_a_cluster_of_its_own_or_is_sk
         own_cluster=True,
         broker_conf={"autoCreateTopicEnable": False},
     )
-    shared = Target("twin", "n:1", ("b:1",), own_cluster=lambda conf: own("twin", conf))
+    shared = Target("twin", "n:1", ("b:1",), own_cluster=lambda conf, brokers: own("twin", conf))
     run = run_scenario(scenario, shared, Client())  # type: ignore[arg-type]
     assert run.error is None and seen == [("n:10", "t.json", "[]")] and stopped == ["n:10"]
     assert not workdirs[0].exists()  # the run's own directory goes with it
