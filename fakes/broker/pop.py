@@ -679,8 +679,8 @@ class PopProcessor:
         checkpoint's start offset; offsets outside the queue are passed over, no topic check."""
         try:
             body = BatchAckMessageRequestBody.decode(request.body) if request.body else None
-        except BodyError:
-            body = None
+        except BodyError as exc:  # 5.5.0's fastjson2 parse fails: the exception's text
+            return response(ResponseCode.SYSTEM_ERROR, f"com.alibaba.fastjson2.JSONException: {exc}")
         if body is None or not body.acks:
             return response(ResponseCode.NO_MESSAGE)
         answer = response()

@@ -211,6 +211,9 @@ def test_batch_ack_acks_each_offset_of_its_bit_set(broker: Broker, unique_name: 
     assert (empty.code, empty.remark) == (ResponseCode.NO_MESSAGE, None)
     no_body = broker.call(RequestCode.BATCH_ACK_MESSAGE, {})
     assert (no_body.code, no_body.remark) == (ResponseCode.NO_MESSAGE, None)
+    garbage = broker.call(RequestCode.BATCH_ACK_MESSAGE, {}, b"\x00not json{")
+    assert garbage.code == ResponseCode.SYSTEM_ERROR
+    assert "fastjson2.JSONException" in str(garbage.remark), garbage.remark
 
 
 # -- RECALL_MESSAGE -------------------------------------------------------------------------------
