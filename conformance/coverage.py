@@ -93,6 +93,11 @@ OUT_OF_SCOPE: dict[int, str] = {
     **{code: "out of scope: tiered storage and cold-data flow control" for code in range(2001, 2005)},
     **{code: "ACL 2.0 (users and policies) not modelled" for code in range(3001, 3011)},
     200056: "5.x POP rollback not modelled yet",
+    5001: "5.5.0 timer engine switch (mqadmin switchTimerEngine, the RocksDB timeline) not modelled",
+    **{
+        code: "5.5.0 lite topics (mqadmin lite-topic commands, POP_LITE_MESSAGE) not modelled yet"
+        for code in range(200070, 200080)
+    },
 }
 """Why a code a real server serves is not handled by the twin (DLedger itself has no remoting codes: its
 replication speaks its own protocol, out of scope with the controller: a DLedger commitlog
