@@ -73,6 +73,9 @@ def remote_broker(real_rocketmq: RealRocketMQ, tmp_path: Path) -> Iterator[Remot
         *(sys.executable, "-m", "rmqtwin", "serve", "--role", "broker", "--host", "127.0.0.1"),
         *("--broker-port", "0", "--store", str(tmp_path / "store"), "--config", str(conf)),
         *("--namesrv-addr", namesrv),
+        # The twin answers as the real cluster's line, so that line's mqadmin reads what it expects
+        # (4.9.8's clusterList needs 4.9's getTransferedTps, which 5.5.0 renamed).
+        *("--rocketmq-version", "4.9" if real_rocketmq.version.line == "4.9" else "5.5"),
     ]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert process.stdout is not None

@@ -33,6 +33,9 @@ class RmqtwinContainerTest {
         String topic = "Orders";
         DefaultMQProducer producer = new DefaultMQProducer("orders-producer");
         producer.setNamesrvAddr(TWIN.getNamesrvAddress());
+        // The first send also looks the route up with a cold client: on a loaded test machine that
+        // alone can pass the default 3 s send timeout.
+        producer.setSendMsgTimeout(15_000);
         producer.start();
         Set<String> sent = new HashSet<>();
         try {
