@@ -1,9 +1,9 @@
 """``BrokerController``: the broker's tables, store, services and dispatch table in one place.
 
-Every processor gets the controller and reaches the parts it needs through it, as the Java
-processors do. Time comes from an injected ``IReactorTime`` (a ``Clock`` in unit tests); the
-network side (name-server registration) from an injected reactor, and is skipped when no name
-server address is configured.
+Each processor and service is handed only the tables, managers and callables it uses (by keyword),
+so its constructor shows its reach and a test can build one from a few parts. Time comes from an
+injected ``IReactorTime`` (a ``Clock`` in unit tests); the network side (name-server registration)
+from an injected reactor, and is skipped when no name server address is configured.
 """
 
 from __future__ import annotations
@@ -122,13 +122,61 @@ class BrokerController:
             notify_message_arriving=self.notify_message_arriving,
             clock=clock,
         )
-        self.transaction_check = TransactionalMessageCheckService(self)
+        self.transaction_check = TransactionalMessageCheckService(
+            config=config,
+            clock=clock,
+            now_ms=self.now_ms,
+            topics=self.topics,
+            offsets=self.offsets,
+            store=self.store,
+            producers=self.producers,
+        )
         self.consumer_filter = ConsumerFilterProcessor(config=config)
 
-        self.send = SendProcessor(self)
-        self.pull = PullProcessor(self)
-        self.pop = PopProcessor(self)
-        self.pop_probe = PopProbeProcessor(self.pop)
+        self.send = SendProcessor(
+            config=config,
+            topics=self.topics,
+            groups=self.groups,
+            store=self.store,
+            stats=self.stats,
+            store_host=self.store_host,
+            now_ms=self.now_ms,
+            transactions=self.transactions,
+            notify_message_arriving=self.notify_message_arriving,
+            sync_flush=self.sync_flush,
+            submit_replica_request=self.submit_replica_request,
+        )
+        self.pull = PullProcessor(
+            config=config,
+            clock=clock,
+            topics=self.topics,
+            groups=self.groups,
+            consumers=self.consumers,
+            offsets=self.offsets,
+            store=self.store,
+            stats=self.stats,
+        )
+        self.pop = PopProcessor(
+            config=config,
+            clock=clock,
+            now_ms=self.now_ms,
+            store_dir=store_dir,
+            topics=self.topics,
+            groups=self.groups,
+            offsets=self.offsets,
+            store=self.store,
+            stats=self.stats,
+            store_host=self.store_host,
+            message_arrived=self.notify_message_arriving,
+        )
+        self.pop_probe = PopProbeProcessor(
+            pop=self.pop,
+            config=config,
+            offsets=self.offsets,
+            store=self.store,
+            stats=self.stats,
+            now_ms=self.now_ms,
+        )
         self.recall = RecallProcessor(
             config=config,
             topics=self.topics,

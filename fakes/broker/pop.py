@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from twisted.internet.interfaces import IDelayedCall
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.task import LoopingCall
 
 from rmqtwin.codec.bodies import BatchAckMessageRequestBody
@@ -69,7 +69,12 @@ from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_str
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
+    from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable
+    from rmqtwin.fakes.broker.stats import BrokerStats
+    from rmqtwin.fakes.broker.topics import TopicTable
+    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.store_mirror.message_store import MessageStore
 
 REVIVE_QUEUE_NUM = 8  # BrokerConfig.reviveQueueNum
 POP_FROM_RETRY_PROBABILITY = 20  # BrokerConfig.popFromRetryProbability
@@ -266,23 +271,38 @@ class PopCheckPointFile(ConfigManager):
             self.checkpoints.setdefault((ck.topic, ck.group, ck.queue_id), []).append(ck)
 
 
+@dataclass(eq=False, kw_only=True)
 class PopProcessor:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
-        # (topic, group, queueId) → next offset to pop / checkpoints not yet finished.
-        self.pop_offsets: dict[tuple[str, str, int], int] = {}
-        self.checkpoints: dict[tuple[str, str, int], list[PopCheckPoint]] = {}
-        self.checkpoint_file = PopCheckPointFile(broker.store_dir, self.checkpoints)
-        self.parked: list[PopRequest] = []
-        self.retry_topics: dict[str, str] = {}  # pop retry topic → original topic
-        self.order_infos: dict[tuple[str, str, int], OrderInfo] = {}
-        self._ck_number = 0
-        self._revive: LoopingCall | None = None
+    config: BrokerConfig
+    clock: IReactorTime
+    now_ms: Callable[[], int]
+    store_dir: str
+    """Where ``config/popCheckpoint.json`` lives."""
+    topics: TopicTable
+    groups: SubscriptionGroupTable
+    offsets: ConsumerOffsetTable
+    store: MessageStore
+    stats: BrokerStats
+    store_host: tuple[str, int]
+    message_arrived: Callable[[str, int], None]
+    """The broker's ``notifyMessageArriving``: a revived message wakes parked pulls and pops."""
+    # (topic, group, queueId) → next offset to pop / checkpoints not yet finished.
+    pop_offsets: dict[tuple[str, str, int], int] = field(default_factory=dict, init=False)
+    checkpoints: dict[tuple[str, str, int], list[PopCheckPoint]] = field(default_factory=dict, init=False)
+    checkpoint_file: PopCheckPointFile = field(init=False)
+    parked: list[PopRequest] = field(default_factory=list, init=False)
+    retry_topics: dict[str, str] = field(default_factory=dict, init=False)  # pop retry topic → original topic
+    order_infos: dict[tuple[str, str, int], OrderInfo] = field(default_factory=dict, init=False)
+    _ck_number: int = field(default=0, init=False)
+    _revive: LoopingCall | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.checkpoint_file = PopCheckPointFile(self.store_dir, self.checkpoints)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
         loop = LoopingCall(self.revive)
-        loop.clock = self.broker.clock
+        loop.clock = self.clock
         loop.start(REVIVE_SCAN_INTERVAL, now=False)
         self._revive = loop
 
@@ -303,19 +323,18 @@ class PopProcessor:
 
     # -- POP_MESSAGE ------------------------------------------------------------------------------
     def pop_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
-        broker = self.broker
         fields = request.ext_fields if request.ext_fields is not None else {}
         if fields.get("bornTime") in (None, "0"):
-            fields["bornTime"] = str(broker.now_ms())
+            fields["bornTime"] = str(self.now_ms())
             request.ext_fields = fields
         header = decode_header(request, PopMessageRequestHeader, strict=False)
         java_defaults(
             header, queue_id=0, max_msg_nums=0, invisible_time=0, poll_time=0, born_time=0, init_mode=0
         )
-        ip = broker.config.broker_ip1
-        if broker.now_ms() - header.born_time - header.poll_time > 500:
+        ip = self.config.broker_ip1
+        if self.now_ms() - header.born_time - header.poll_time > 500:
             return response(ResponseCode.POLLING_TIMEOUT, f"the broker[{ip}] pop message is timeout too much")
-        if not is_readable(broker.config.broker_permission):
+        if not is_readable(self.config.broker_permission):
             return response(ResponseCode.NO_PERMISSION, f"the broker[{ip}] pop message is forbidden")
         if header.max_msg_nums > MAX_POP_NUMS:
             return response(
@@ -335,7 +354,7 @@ class PopProcessor:
             )
         try:
             subscription = build_subscription_data(topic, header.exp or "*", header.exp_type or "TAG")
-            message_filter = message_filter_for(subscription, self.broker.config.five, from_request=True)
+            message_filter = message_filter_for(subscription, self.config.five, from_request=True)
         except (FilterError, Exception):
             return response(
                 ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
@@ -348,7 +367,7 @@ class PopProcessor:
             self._ck_number += 1
         random_q = random.randrange(100)
         need_retry = random_q < POP_FROM_RETRY_PROBABILITY and not order
-        pop_time = broker.now_ms()
+        pop_time = self.now_ms()
         found = _PopResult()
         pop = _Pop(header, revive_qid, pop_time, message_filter, found)
         queues = self.queues_in_pop_order(
@@ -372,11 +391,11 @@ class PopProcessor:
             order_count_info=";".join(found.order_count_info) if order else None,
         )
         if found.buffers:
-            broker.stats.on_get(topic, len(found.buffers), group)
+            self.stats.on_get(topic, len(found.buffers), group)
             return response(ResponseCode.SUCCESS, "FOUND", answer, b"".join(found.buffers))
         if header.poll_time > 0:
             expired_ms = header.born_time + header.poll_time
-            if broker.now_ms() < expired_ms:
+            if self.now_ms() < expired_ms:
                 self.park(
                     PopRequest(request, channel, topic, group, header.queue_id, expired_ms, self.pop_message)
                 )
@@ -386,12 +405,11 @@ class PopProcessor:
     def readable_by(self, channel: Channel, topic: str, queue_id: int, group: str) -> RemotingCommand | None:
         """The topic, queue and group checks POP, PEEK, NOTIFICATION and POLLING_INFO share (5.5.0
         words them alike): None when ``group`` may read ``queue_id`` of ``topic``, else the refusal."""
-        broker = self.broker
-        topic_config = broker.topics.get(require_key(topic, "topic"))
+        topic_config = self.topics.get(require_key(topic, "topic"))
         if topic_config is None:
             return response(
                 ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {suggest_todo(broker.config.five)}",
+                f"topic[{topic}] not exist, apply first please! {suggest_todo(self.config.five)}",
             )
         if not is_readable(topic_config.perm):
             return response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden")
@@ -401,8 +419,8 @@ class PopProcessor:
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
                 f"[{topic_config.read_queue_nums}] consumer:[{channel.remote_addr}]",
             )
-        group_config = broker.groups.find(require_key(group, "consumerGroup"))
-        return refuse_consuming(group, group_config, broker.config.five)
+        group_config = self.groups.find(require_key(group, "consumerGroup"))
+        return refuse_consuming(group, group_config, self.config.five)
 
     def queues_in_pop_order(
         self,
@@ -420,7 +438,7 @@ class PopProcessor:
         retry_topic = pop_retry_topic(topic, group)
 
         def every_queue(name: str) -> Iterator[tuple[str, int]]:
-            config = self.broker.topics.get(name)
+            config = self.topics.get(name)
             queues = config.read_queue_nums if config is not None else 0
             return ((name, (random_q + i) % queues) for i in range(queues))
 
@@ -436,9 +454,9 @@ class PopProcessor:
     def _pop_offset(self, topic: str, group: str, queue_id: int, init_mode: int) -> int:
         key = (topic, group, queue_id)
         buffered = self.pop_offsets.get(key)
-        offset = self.broker.offsets.query_offset(group, topic, queue_id)
+        offset = self.offsets.query_offset(group, topic, queue_id)
         if offset < 0:
-            store = self.broker.store
+            store = self.store
             if init_mode == INIT_MODE_MIN or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 offset = store.get_min_offset_in_queue(topic, queue_id)
             elif (
@@ -451,7 +469,7 @@ class PopProcessor:
                 offset = 0
             else:
                 offset = max(0, store.get_max_offset_in_queue(topic, queue_id) - 1)
-            self.broker.offsets.commit_offset(group, topic, queue_id, offset)
+            self.offsets.commit_offset(group, topic, queue_id, offset)
         return offset if buffered is None else max(buffered, offset)
 
     def _pop_from_queue(self, pop: _Pop, topic: str, queue_id: int, *, is_retry: bool) -> None:
@@ -459,18 +477,17 @@ class PopProcessor:
         if header.order:
             self._pop_orderly(pop, topic, queue_id)
             return
-        broker = self.broker
         group = header.consumer_group
         offset = self._pop_offset(topic, group, queue_id, header.init_mode)
         wanted = header.max_msg_nums - len(found.buffers)
         if wanted <= 0:
-            found.rest_num += broker.store.get_max_offset_in_queue(topic, queue_id) - offset
+            found.rest_num += self.store.get_max_offset_in_queue(topic, queue_id) - offset
             return
-        result = broker.store.get_message(group, topic, queue_id, offset, wanted, message_filter)
+        result = self.store.get_message(group, topic, queue_id, offset, wanted, message_filter)
         if result.status in _OFFSET_WRONG:
-            broker.offsets.commit_offset(group, topic, queue_id, result.next_begin_offset)
+            self.offsets.commit_offset(group, topic, queue_id, result.next_begin_offset)
             offset = result.next_begin_offset
-            result = broker.store.get_message(group, topic, queue_id, offset, wanted, message_filter)
+            result = self.store.get_message(group, topic, queue_id, offset, wanted, message_filter)
         key = (topic, group, queue_id)
         if result.message_buffers:
             checkpoint = PopCheckPoint(
@@ -502,10 +519,9 @@ class PopProcessor:
     def _pop_orderly(self, pop: _Pop, topic: str, queue_id: int) -> None:
         """``popMsgFromQueue`` with ``order``: from the consumer offset, unless the queue is blocked."""
         header, found = pop.header, pop.found
-        broker = self.broker
         group = header.consumer_group
         key = (topic, group, queue_id)
-        offset = broker.offsets.query_offset(group, topic, queue_id)
+        offset = self.offsets.query_offset(group, topic, queue_id)
         if offset < 0:
             offset = self._pop_offset(topic, group, queue_id, header.init_mode)
         previous = self.order_infos.get(key)
@@ -516,11 +532,11 @@ class PopProcessor:
         wanted = header.max_msg_nums - len(found.buffers)
         if wanted <= 0:
             return
-        result = broker.store.get_message(group, topic, queue_id, offset, wanted, pop.message_filter)
+        result = self.store.get_message(group, topic, queue_id, offset, wanted, pop.message_filter)
         if result.status in _OFFSET_WRONG:
-            broker.offsets.commit_offset(group, topic, queue_id, result.next_begin_offset)
+            self.offsets.commit_offset(group, topic, queue_id, result.next_begin_offset)
             offset = result.next_begin_offset
-            result = broker.store.get_message(group, topic, queue_id, offset, wanted, pop.message_filter)
+            result = self.store.get_message(group, topic, queue_id, offset, wanted, pop.message_filter)
         if result.message_buffers:
             info = OrderInfo(
                 header.attempt_id, pop.pop_time, header.invisible_time, list(result.message_queue_offsets)
@@ -535,14 +551,14 @@ class PopProcessor:
             if len(info.consumed_count) != len(info.offsets):
                 least = 0
             found.order_count_info.append(f"{flag} {queue_id} {least}")
-            broker.offsets.commit_offset(group, topic, queue_id, offset)
+            self.offsets.commit_offset(group, topic, queue_id, offset)
             found.start_offset_info.append(f"{flag} {queue_id} {offset}")
             found.msg_offset_info.append(
                 f"{flag} {queue_id} " + ",".join(str(o) for o in result.message_queue_offsets)
             )
             found.buffers.extend(bytes(buffer) for buffer in result.message_buffers)
         elif result.status in _PASSED_OVER and result.next_begin_offset > -1:
-            broker.offsets.commit_offset(group, topic, queue_id, result.next_begin_offset)
+            self.offsets.commit_offset(group, topic, queue_id, result.next_begin_offset)
         found.rest_num += result.max_offset - result.next_begin_offset
 
     def _as_original_topic(
@@ -562,7 +578,7 @@ class PopProcessor:
                         checkpoint.invisible_time,
                         checkpoint.revive_qid,
                         _retry_flag(msg.topic),
-                        self.broker.config.broker_name,
+                        self.config.broker_name,
                         msg.queue_id,
                         msg.queue_offset,
                     )
@@ -576,8 +592,8 @@ class PopProcessor:
     # -- long polling ------------------------------------------------------------------------------
     def park(self, parked: PopRequest) -> None:
         self.parked.append(parked)
-        delay = max(0.0, parked.expired_ms / 1000.0 - self.broker.clock.seconds())
-        parked.timer = self.broker.clock.callLater(delay, self._wake, parked)
+        delay = max(0.0, parked.expired_ms / 1000.0 - self.clock.seconds())
+        parked.timer = self.clock.callLater(delay, self._wake, parked)
 
     def _wake(self, parked: PopRequest) -> None:
         if parked not in self.parked:
@@ -616,13 +632,12 @@ class PopProcessor:
     ) -> RemotingCommand | None:
         """The topic, queue and offset checks of ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME, each
         field met (a null one failing) where 5.5.0's processor first uses it."""
-        broker = self.broker
         topic = require_key(header.topic, "topic")
-        config = broker.topics.get(topic)
+        config = self.topics.get(topic)
         if config is None:
             return response(
                 ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {suggest_todo(broker.config.five)}",
+                f"topic[{topic}] not exist, apply first please! {suggest_todo(self.config.five)}",
             )
         cls, frame = (
             ("AckMessageRequestHeader", "AckMessageProcessor.processRequest(AckMessageProcessor.java:{})")
@@ -645,8 +660,8 @@ class PopProcessor:
         if offset is None:
             npe = unboxed_null(cls, "getOffset", "Long", frame.format(162 if ack else 141))
             return response(ResponseCode.SYSTEM_ERROR, npe)
-        low = broker.store.get_min_offset_in_queue(topic, queue_id)
-        high = broker.store.get_max_offset_in_queue(topic, queue_id)
+        low = self.store.get_min_offset_in_queue(topic, queue_id)
+        high = self.store.get_max_offset_in_queue(topic, queue_id)
         if ack and (offset < low or offset > high):
             return response(
                 ResponseCode.NO_MESSAGE,
@@ -684,7 +699,7 @@ class PopProcessor:
         if body is None or not body.acks:
             return response(ResponseCode.NO_MESSAGE)
         answer = response()
-        store = self.broker.store
+        store = self.store
         for ack in body.acks:
             group, queue_id = ack.consumer_group or "", ack.queue_id
             try:
@@ -708,9 +723,8 @@ class PopProcessor:
         self, channel: Channel, key: tuple[str, str, int], offset: int, pop_time: int
     ) -> RemotingCommand:
         """``ackOrderly``: mark the offset done; the consumer offset moves to the first one not done."""
-        broker = self.broker
         topic, group, queue_id = key
-        old = broker.offsets.query_offset(group, topic, queue_id)
+        old = self.offsets.query_offset(group, topic, queue_id)
         if offset < old:
             return response()
         info = self.order_infos.get(key)
@@ -726,8 +740,8 @@ class PopProcessor:
             info.acked.add(offset)
             next_offset = info.next_offset()
         if next_offset > -1:
-            broker.offsets.commit_offset(group, topic, queue_id, next_offset)
-            if info is None or not info.need_block(None, info.invisible_time, broker.now_ms()):
+            self.offsets.commit_offset(group, topic, queue_id, next_offset)
+            if info is None or not info.need_block(None, info.invisible_time, self.now_ms()):
                 self.notify_message_arriving(topic)
         elif next_offset == -1:
             return response(
@@ -763,7 +777,7 @@ class PopProcessor:
         """The pop offset and the consumer offset move past what a pop took (or passed over)."""
         self.pop_offsets[key] = next_offset
         topic, group, queue_id = key
-        self.broker.offsets.commit_offset(group, topic, queue_id, next_offset)
+        self.offsets.commit_offset(group, topic, queue_id, next_offset)
 
     def _drop_finished(self, key: tuple[str, str, int]) -> None:
         self.checkpoints[key] = [ck for ck in self.checkpoints.get(key, []) if not ck.done]
@@ -791,7 +805,7 @@ class PopProcessor:
                 "ChangeInvisibleTimeProcessor.appendCheckPointThenAckOrigin(ChangeInvisibleTimeProcessor.java:321)",
             )
             return response(ResponseCode.SYSTEM_ERROR, npe)
-        now = self.broker.now_ms()
+        now = self.now_ms()
         # ``appendCheckPointThenAckOrigin``: a one-message checkpoint from now, then the old one acked.
         key = (header.topic, header.consumer_group, header.queue_id)
         self.checkpoints.setdefault(key, []).append(
@@ -819,11 +833,10 @@ class PopProcessor:
         self, header: ChangeInvisibleTimeRequestHeader, pop_time: int
     ) -> RemotingCommand:
         """``processChangeInvisibleTimeForOrder``: the message's next visible time, no new checkpoint."""
-        broker = self.broker
         group, topic, queue_id = header.consumer_group, header.topic, header.queue_id
-        if header.offset < broker.offsets.query_offset(group, topic, queue_id):
+        if header.offset < self.offsets.query_offset(group, topic, queue_id):
             return response()
-        next_visible = broker.now_ms() + header.invisible_time
+        next_visible = self.now_ms() + header.invisible_time
         info = self.order_infos.get((topic, group, queue_id))
         if info is not None and info.pop_time == pop_time:
             info.next_visible[header.offset] = next_visible
@@ -837,7 +850,7 @@ class PopProcessor:
     def revive(self) -> None:
         """``PopReviveService``: every checkpoint past its revive time puts its unacked messages into
         the pop retry topic (reconsumeTimes + 1) and is finished."""
-        now = self.broker.now_ms()
+        now = self.now_ms()
         for key, cks in list(self.checkpoints.items()):
             due = [ck for ck in cks if not ck.done and ck.revive_time <= now]
             for checkpoint in due:
@@ -849,8 +862,7 @@ class PopProcessor:
                 self._drop_finished(key)
 
     def _revive_one(self, checkpoint: PopCheckPoint, offset: int) -> None:
-        broker = self.broker
-        result = broker.store.get_message(
+        result = self.store.get_message(
             checkpoint.group, checkpoint.topic, checkpoint.queue_id, offset, 1, None
         )
         if not result.message_buffers:
@@ -861,7 +873,7 @@ class PopProcessor:
         else:
             retry_topic = pop_retry_topic(checkpoint.topic, checkpoint.group)
             self.retry_topics[retry_topic] = checkpoint.topic
-        broker.topics.create_in_send_back_method(retry_topic, 1, PERM_READ | PERM_WRITE)
+        self.topics.create_in_send_back_method(retry_topic, 1, PERM_READ | PERM_WRITE)
         props = dict(msg.properties)
         if msg.reconsume_times == 0 or "1ST_POP_TIME" not in props:
             props["1ST_POP_TIME"] = str(checkpoint.pop_time)
@@ -875,12 +887,12 @@ class PopProcessor:
             sys_flag=msg.sys_flag,
             born_timestamp=msg.born_timestamp,
             born_host=_host(msg.born_host),
-            store_host=broker.store_host,
+            store_host=self.store_host,
             reconsume_times=msg.reconsume_times + 1,
         )
-        put = broker.store.put_message(inner)
+        put = self.store.put_message(inner)
         if put.status is PutMessageStatus.PUT_OK:
-            broker.notify_message_arriving(retry_topic, 0)
+            self.message_arrived(retry_topic, 0)
 
 
 @dataclass

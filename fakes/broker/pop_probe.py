@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rmqtwin.codec.codes import ResponseCode
@@ -37,19 +38,28 @@ from rmqtwin.store_mirror.message_store import GetMessageStatus
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
+    from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable
+    from rmqtwin.fakes.broker.stats import BrokerStats
+    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.store_mirror.message_store import MessageStore
 
 _OFFSET_WRONG = (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_BADLY)
 
 
+@dataclass(eq=False, kw_only=True)
 class PopProbeProcessor:
-    def __init__(self, pop: PopProcessor) -> None:
-        self.pop = pop
-        self.broker = pop.broker
+    pop: PopProcessor
+    """The pop state these read (pop offsets, orderly infos, parked requests) and its shared checks."""
+    config: BrokerConfig
+    offsets: ConsumerOffsetTable
+    store: MessageStore
+    stats: BrokerStats
+    now_ms: Callable[[], int]
 
     def _broker_unreadable(self) -> RemotingCommand | None:
-        if is_readable(self.broker.config.broker_permission):
+        if is_readable(self.config.broker_permission):
             return None
-        ip = self.broker.config.broker_ip1
+        ip = self.config.broker_ip1
         return response(ResponseCode.NO_PERMISSION, f"the broker[{ip}] peeking message is forbidden")
 
     def _queues_in_pop_order(
@@ -63,9 +73,9 @@ class PopProbeProcessor:
 
     def _offset(self, topic: str, group: str, queue_id: int) -> int:
         """``getPopOffset``: the consumer offset (else the queue's minimum), or POP's further one."""
-        offset = self.broker.offsets.query_offset(group, topic, queue_id)
+        offset = self.offsets.query_offset(group, topic, queue_id)
         if offset < 0:
-            offset = self.broker.store.get_min_offset_in_queue(topic, queue_id)
+            offset = self.store.get_min_offset_in_queue(topic, queue_id)
         handed_out = self.pop.pop_offsets.get((topic, group, queue_id))
         return offset if handed_out is None else max(handed_out, offset)
 
@@ -86,14 +96,14 @@ class PopProbeProcessor:
         answer = PopMessageResponseHeader(pop_time=0, invisible_time=0, revive_qid=0, rest_num=rest)
         if not found:
             return response(ResponseCode.PULL_NOT_FOUND, "NO_MESSAGE_IN_QUEUE", answer)
-        self.broker.stats.on_get(header.topic, len(found), header.consumer_group)
+        self.stats.on_get(header.topic, len(found), header.consumer_group)
         return response(ResponseCode.SUCCESS, "FOUND", answer, b"".join(found))
 
     def _peek_queue(
         self, header: PeekMessageRequestHeader, topic: str, queue_id: int, found: list[bytes]
     ) -> int:
         """``peekMsgFromQueue``: appends what it reads to ``found``; returns the queue's rest."""
-        store, group = self.broker.store, header.consumer_group
+        store, group = self.store, header.consumer_group
         offset = self._offset(topic, group, queue_id)
         rest = store.get_max_offset_in_queue(topic, queue_id) - offset
         wanted = header.max_msg_nums - len(found)
@@ -109,7 +119,7 @@ class PopProbeProcessor:
     def notification(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
         fields = request.ext_fields if request.ext_fields is not None else {}
         if fields.get("bornTime") in (None, "0"):
-            fields["bornTime"] = str(self.broker.now_ms())
+            fields["bornTime"] = str(self.now_ms())
             request.ext_fields = fields
         header = decode_header(request, NotificationRequestHeader, strict=False)
         java_defaults(header, queue_id=0, poll_time=0, born_time=0)
@@ -126,7 +136,7 @@ class PopProbeProcessor:
         )
         if not has_msg and header.poll_time > 0:
             expired_ms = header.born_time + header.poll_time
-            if self.broker.now_ms() < expired_ms:
+            if self.now_ms() < expired_ms:
                 self.pop.park(
                     PopRequest(
                         request,
@@ -144,10 +154,10 @@ class PopProbeProcessor:
     def _queue_has_message(self, header: NotificationRequestHeader, topic: str, queue_id: int) -> bool:
         if header.order:
             info = self.pop.order_infos.get((header.topic, header.consumer_group, queue_id))
-            if info is not None and info.need_block(header.attempt_id, 0, self.broker.now_ms()):
+            if info is not None and info.need_block(header.attempt_id, 0, self.now_ms()):
                 return False
         offset = self._offset(topic, header.consumer_group, queue_id)
-        return self.broker.store.get_max_offset_in_queue(topic, queue_id) - offset > 0
+        return self.store.get_max_offset_in_queue(topic, queue_id) - offset > 0
 
     # -- POLLING_INFO ------------------------------------------------------------------------------
     def polling_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

@@ -8,10 +8,10 @@ the injected reactor's, so a ``Clock`` drives it in tests.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from twisted.internet.interfaces import IDelayedCall
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
 
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import PullMessageRequestHeader, PullMessageResponseHeader
@@ -32,7 +32,13 @@ from rmqtwin.store_mirror.message_store import GetMessageStatus
 if TYPE_CHECKING:
     from rmqtwin.codec.bodies import SubscriptionGroupConfig
     from rmqtwin.codec.command import RemotingCommand
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.broker.clients import ConsumerManager
+    from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
+    from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable
+    from rmqtwin.fakes.broker.stats import BrokerStats
+    from rmqtwin.fakes.broker.topics import TopicTable
+    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.store_mirror.message_store import MessageStore
 
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
@@ -75,7 +81,7 @@ class PullRequestHoldService:
     def suspend(self, topic: str, queue_id: int, pull: PullRequest) -> None:
         key = self.key(topic, queue_id)
         self.table.setdefault(key, []).append(pull)
-        clock = self.processor.broker.clock
+        clock = self.processor.clock
         delay = max(0.0, pull.deadline - clock.seconds())
         pull.timer = clock.callLater(delay, self._expire, key, pull)
 
@@ -133,13 +139,23 @@ class PullRequestHoldService:
         return sum(len(p) for p in self.table.values())
 
 
+@dataclass(eq=False, kw_only=True)
 class PullProcessor:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
+    config: BrokerConfig
+    clock: IReactorTime
+    topics: TopicTable
+    groups: SubscriptionGroupTable
+    consumers: ConsumerManager
+    offsets: ConsumerOffsetTable
+    store: MessageStore
+    stats: BrokerStats
+    hold: PullRequestHoldService = field(init=False)
+
+    def __post_init__(self) -> None:
         self.hold = PullRequestHoldService(self)
 
     def process(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
-        config = self.broker.config
+        config = self.config
         if config.five and config.slave and not config.slave_read_enable:
             # 5.x PullMessageProcessor.rejectRequest: a slave that may not be read turns pulls away.
             return response(ResponseCode.SYSTEM_BUSY, REJECT_REQUEST_REMARK)
@@ -148,7 +164,7 @@ class PullProcessor:
     def _suggest_which_broker_id(self, group_config: SubscriptionGroupConfig, slow: bool) -> int:
         """Where the consumer should pull next: with ``slaveReadEnable``, the group's slave when it
         reads far behind (``whichBrokerWhenConsumeSlowly``) else the group's broker; without, the master."""
-        config = self.broker.config
+        config = self.config
         if not config.slave_read_enable:
             return MASTER_ID
         if slow:
@@ -165,18 +181,17 @@ class PullProcessor:
     def process_request(
         self, channel: Channel, request: RemotingCommand, *, allow_suspend: bool
     ) -> RemotingCommand | None:
-        broker = self.broker
         # A missing field fails where PullMessageProcessor first meets it, after the checks before it.
         header = decode_header_fast(request, PullMessageRequestHeader)
 
-        if not is_readable(broker.config.broker_permission):
+        if not is_readable(self.config.broker_permission):
             return response(
                 ResponseCode.NO_PERMISSION,
-                f"the broker[{broker.config.broker_ip1}] pulling message is forbidden",
+                f"the broker[{self.config.broker_ip1}] pulling message is forbidden",
             )
         group = require(header.consumer_group, "consumerGroup")
-        group_config = broker.groups.find(group)
-        refused = refuse_consuming(group, group_config, broker.config.five)
+        group_config = self.groups.find(group)
+        refused = refuse_consuming(group, group_config, self.config.five)
         if refused is not None:
             return refused
         assert group_config is not None
@@ -187,17 +202,17 @@ class PullProcessor:
         suspend_millis = require(header.suspend_timeout_millis, "suspendTimeoutMillis") if has_suspend else 0
 
         topic = require(header.topic, "topic")
-        topic_config = broker.topics.get(topic)
+        topic_config = self.topics.get(topic)
         if topic_config is None:
             return response(
                 ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {suggest_todo(broker.config.five)}",
+                f"topic[{topic}] not exist, apply first please! {suggest_todo(self.config.five)}",
             )
         if not is_readable(topic_config.perm):
             return response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
         queue_id = require(header.queue_id, "queueId")
         if queue_id < 0 or queue_id >= topic_config.read_queue_nums:
-            five = broker.config.five
+            five = self.config.five
             consumer = f"/{channel.remote_addr}"  # both lines print the channel's SocketAddress
             return response(
                 parameter_error(five),
@@ -215,18 +230,18 @@ class PullProcessor:
                     ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
                 )
         else:
-            group_info = broker.consumers.groups.get(group)
+            group_info = self.consumers.groups.get(group)
             if group_info is None:
                 return response(
                     ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                    f"the consumer's group info not exist{suggest_todo(broker.config.five)}",
+                    f"the consumer's group info not exist{suggest_todo(self.config.five)}",
                 )
             if not group_config.consume_broadcast_enable and group_info.message_model == "BROADCASTING":
                 return response(
                     ResponseCode.NO_PERMISSION,
                     f"the consumer group[{group}] can not consume by broadcast way",
                 )
-            if broker.config.five and broker.groups.get_forbidden(group, topic, INDEX_PERM_READ):
+            if self.config.five and self.groups.get_forbidden(group, topic, INDEX_PERM_READ):
                 # 5.x ``updateGroupForbidden`` (UPDATE_AND_GET_GROUP_FORBIDDEN): reads refused.
                 return response(
                     ResponseCode.NO_PERMISSION,
@@ -237,7 +252,7 @@ class PullProcessor:
             if found is None:
                 return response(
                     ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                    f"the consumer's subscription not exist{suggest_todo(broker.config.five)}",
+                    f"the consumer's subscription not exist{suggest_todo(self.config.five)}",
                 )
             if found.sub_version < require(header.sub_version, "subVersion"):
                 return response(
@@ -247,14 +262,14 @@ class PullProcessor:
         try:
             message_filter = message_filter_for(
                 subscription,
-                broker.config.five,
+                self.config.five,
                 from_request=has_subscription,
-                strict=broker.config.reject_unparsable_sql92,
+                strict=self.config.reject_unparsable_sql92,
             )
         except FilterError as exc:
             return response(exc.code, exc.remark)
         expression_type = subscription.expression_type or "TAG"
-        if expression_type != "TAG" and not broker.config.enable_property_filter:
+        if expression_type != "TAG" and not self.config.enable_property_filter:
             return response(
                 ResponseCode.SYSTEM_ERROR,
                 f"The broker does not support consumer to filter message by {expression_type}",
@@ -262,32 +277,32 @@ class PullProcessor:
 
         queue_offset = require(header.queue_offset, "queueOffset")
         max_msg_nums = require(header.max_msg_nums, "maxMsgNums")
-        if broker.config.five:
-            reset = broker.offsets.query_then_erase_reset_offset(topic, group, queue_id)
+        if self.config.five:
+            reset = self.offsets.query_then_erase_reset_offset(topic, group, queue_id)
             if reset is not None:
                 # 5.x useServerSideResetOffset: the queue was reset (INVOKE_BROKER_TO_RESET_OFFSET); the
                 # client moves its pull offset there (OFFSET_RESET answered as PULL_OFFSET_MOVED).
                 moved = PullMessageResponseHeader(
                     suggest_which_broker_id=0,
                     next_begin_offset=reset,
-                    min_offset=broker.store.get_min_offset_in_queue(topic, queue_id),
-                    max_offset=broker.store.get_max_offset_in_queue(topic, queue_id),
+                    min_offset=self.store.get_min_offset_in_queue(topic, queue_id),
+                    max_offset=self.store.get_max_offset_in_queue(topic, queue_id),
                 )
                 return response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", moved)
-        store_offset = allow_suspend and has_commit and broker.config.broker_role != "SLAVE"
+        store_offset = allow_suspend and has_commit and self.config.broker_role != "SLAVE"
         commit_offset = require(header.commit_offset, "commitOffset") if store_offset else 0
-        result = broker.store.get_message(group, topic, queue_id, queue_offset, max_msg_nums, message_filter)
+        result = self.store.get_message(group, topic, queue_id, queue_offset, max_msg_nums, message_filter)
         status = result.status
         suggest = self._suggest_which_broker_id(group_config, result.suggest_pulling_from_slave)
-        if broker.config.five:  # tryCommitOffset: every answer from the store moves the group's pull offset
-            broker.offsets.commit_pull_offset(group, topic, queue_id, result.next_begin_offset)
+        if self.config.five:  # tryCommitOffset: every answer from the store moves the group's pull offset
+            self.offsets.commit_pull_offset(group, topic, queue_id, result.next_begin_offset)
         answer_header = PullMessageResponseHeader(
             suggest_which_broker_id=suggest,
             next_begin_offset=result.next_begin_offset,
             min_offset=result.min_offset,
             max_offset=result.max_offset,
         )
-        if broker.config.five:  # composeResponseHeader (5.x) reports both flags on every store answer
+        if self.config.five:  # composeResponseHeader (5.x) reports both flags on every store answer
             answer_header.topic_sys_flag = topic_config.topic_sys_flag
             answer_header.group_sys_flag = group_config.group_sys_flag or 0
         if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
@@ -298,19 +313,17 @@ class PullProcessor:
         answer: RemotingCommand | None
         if code == ResponseCode.SUCCESS:
             body = b"".join(bytes(buf) for buf in result.message_buffers)
-            broker.stats.on_get(topic, len(result.message_buffers), group)
+            self.stats.on_get(topic, len(result.message_buffers), group)
             answer = response(code, status.name, answer_header, body)
         elif code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
             timeout = (
-                suspend_millis
-                if broker.config.long_polling_enable
-                else broker.config.short_polling_time_mills
+                suspend_millis if self.config.long_polling_enable else self.config.short_polling_time_mills
             )
             pull = PullRequest(
                 request=request,
                 channel=channel,
                 pull_from_offset=queue_offset,
-                deadline=broker.clock.seconds() + timeout / 1000.0,
+                deadline=self.clock.seconds() + timeout / 1000.0,
             )
             self.hold.suspend(topic, queue_id, pull)
             answer = None
@@ -318,5 +331,5 @@ class PullProcessor:
             answer = response(code, status.name, answer_header)
 
         if store_offset:
-            broker.offsets.commit_offset(group, topic, queue_id, commit_offset)
+            self.offsets.commit_offset(group, topic, queue_id, commit_offset)
         return answer

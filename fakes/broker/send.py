@@ -9,9 +9,11 @@ of the stored properties.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from twisted.internet.defer import gatherResults, succeed
+from twisted.internet.defer import Deferred, gatherResults, succeed
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.errors import CodecError
@@ -72,8 +74,13 @@ _FLUSH_CODES = {
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
+    from rmqtwin.fakes.broker.stats import BrokerStats
+    from rmqtwin.fakes.broker.topics import TopicTable
+    from rmqtwin.fakes.broker.transaction import TransactionService
+    from rmqtwin.fakes.config import BrokerConfig
     from rmqtwin.store_mirror.config import TopicConfig
+    from rmqtwin.store_mirror.message_store import MessageStore
 
 V3_4_9 = 121
 DLQ_NUMS_PER_GROUP = 1
@@ -110,18 +117,34 @@ def _records_size(batch: list[MessageExtBrokerInner]) -> int:
     return sum(len(encode_message_record(m)) for m in batch)
 
 
+@dataclass(eq=False, kw_only=True)
 class SendProcessor:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
-        self.uniq_ids = UniqIdGenerator(ip=broker.store_host[0], clock=broker.now_ms)
+    config: BrokerConfig
+    topics: TopicTable
+    groups: SubscriptionGroupTable
+    store: MessageStore
+    stats: BrokerStats
+    store_host: tuple[str, int]
+    now_ms: Callable[[], int]
+    transactions: TransactionService
+    """Turns a prepared message into its half record."""
+    notify_message_arriving: Callable[[str, int], None]
+    sync_flush: bool
+    """``flushDiskType=SYNC_FLUSH``: a send that asks to wait answers once its record is flushed."""
+    submit_replica_request: Callable[[PutMessageResult], Deferred[PutMessageStatus] | None]
+    """What a SYNC_MASTER send waits for besides the flush (None: nothing)."""
+    uniq_ids: UniqIdGenerator = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.uniq_ids = UniqIdGenerator(ip=self.store_host[0], clock=self.now_ms)
 
     def _send_response_ext(self) -> dict[str, Any]:
-        return {"MSG_REGION": self.broker.config.region_id, "TRACE_ON": self.broker.config.trace_on}
+        return {"MSG_REGION": self.config.region_id, "TRACE_ON": self.config.trace_on}
 
     def _forbidden(self, what: str = "sending message") -> RemotingCommand:
         return response(
             ResponseCode.NO_PERMISSION,
-            f"the broker[{self.broker.config.broker_ip1}] {what} is forbidden",
+            f"the broker[{self.config.broker_ip1}] {what} is forbidden",
             self._send_response_ext(),
         )
 
@@ -130,12 +153,11 @@ class SendProcessor:
         self, channel: Channel, header: SendMessageRequestHeader
     ) -> tuple[TopicConfig | None, RemotingCommand | None]:
         """``msgCheck``: the topic config to send to, or the failure response."""
-        broker = self.broker
         topic = header.topic
         ext_fields = self._send_response_ext()
-        if not is_writeable(broker.config.broker_permission) and broker.topics.is_order_topic(topic):
+        if not is_writeable(self.config.broker_permission) and self.topics.is_order_topic(topic):
             return None, self._forbidden()
-        five = broker.config.five
+        five = self.config.five
         problem = validate_topic(topic, five=five)
         if problem is not None:
             return None, response(parameter_error(five), problem, ext_fields)
@@ -143,18 +165,18 @@ class SendProcessor:
             return None, response(
                 ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.", ext_fields
             )
-        config = broker.topics.get(topic)
+        config = self.topics.get(topic)
         if config is None:
             sys_flag = (2 if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else 1) if header.unit_mode else 0
-            config = broker.topics.create_in_send_message_method(
+            config = self.topics.create_in_send_message_method(
                 topic, header.default_topic, header.default_topic_queue_nums, sys_flag
             )
             if config is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                config = broker.topics.create_in_send_back_method(topic, 1, PERM_WRITE | PERM_READ, sys_flag)
+                config = self.topics.create_in_send_back_method(topic, 1, PERM_WRITE | PERM_READ, sys_flag)
             if config is None:
                 return None, response(
                     ResponseCode.TOPIC_NOT_EXIST,
-                    f"topic[{topic}] not exist, apply first please!{suggest_todo(broker.config.five)}",
+                    f"topic[{topic}] not exist, apply first please!{suggest_todo(self.config.five)}",
                     ext_fields,
                 )
         queue_id = header.queue_id
@@ -173,7 +195,7 @@ class SendProcessor:
         if self._rejected():
             return response(ResponseCode.SYSTEM_BUSY, REJECT_REQUEST_REMARK)
         v2 = request.code in _SEND_V2_CODES
-        if not self.broker.config.five and (request.ext_fields or {}).get("b" if v2 else "topic") is None:
+        if not self.config.five and (request.ext_fields or {}).get("b" if v2 else "topic") is None:
             # 4.9.7's msgCheck meets the null topic before anything else does (5.5.0 fails with an NPE);
             # only the V2 header (a FastCodesHeader) fails earlier, on a number that does not parse.
             if v2:
@@ -187,11 +209,10 @@ class SendProcessor:
     def send_message(
         self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader
     ) -> Any:
-        broker = self.broker
         config, failure = self.msg_check(channel, header)
         if failure is not None or config is None:
             return failure
-        if not request.body and broker.config.five:
+        if not request.body and self.config.five:
             # 5.5.0 fails on the null body after its checks; 4.9.7 stores an empty message.
             return response(
                 ResponseCode.SYSTEM_ERROR, "java.lang.NullPointerException", self._send_response_ext()
@@ -204,11 +225,11 @@ class SendProcessor:
         delay_to_zero = False
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-            group_config = broker.groups.find(group)
+            group_config = self.groups.find(group)
             if group_config is None:
                 return response(
                     ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                    f"subscription group not exist, {group} {suggest_todo(broker.config.five)}",
+                    f"subscription group not exist, {group} {suggest_todo(self.config.five)}",
                     self._send_response_ext(),
                 )
             max_reconsume = group_config.retry_max_times
@@ -218,7 +239,7 @@ class SendProcessor:
             if reconsume_times >= max_reconsume:
                 topic = DLQ_GROUP_TOPIC_PREFIX + group
                 queue_id = random.randrange(99_999_999) % DLQ_NUMS_PER_GROUP
-                config = broker.topics.create_in_send_back_method(
+                config = self.topics.create_in_send_back_method(
                     topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ
                 )
                 delay_to_zero = True
@@ -229,7 +250,7 @@ class SendProcessor:
         if delay_to_zero:
             # 4.9.8 sets DELAY=0 before the request's properties replace the map: a client DELAY survives.
             props.setdefault("DELAY", "0")
-        five = broker.config.five
+        five = self.config.five
         if five:
             # 5.x brokers give a message without a unique id one (the answer's transactionId), refuse
             # a keyless message to a compacted topic, add the region and trace switch, keep WAIT.
@@ -241,9 +262,9 @@ class SendProcessor:
                 return response(
                     ResponseCode.MESSAGE_ILLEGAL, "Required message key is missing", self._send_response_ext()
                 )
-            props["MSG_REGION"] = broker.config.region_id
-            props["TRACE_ON"] = "true" if broker.config.trace_on else "false"
-        props["CLUSTER"] = broker.config.broker_cluster_name
+            props["MSG_REGION"] = self.config.region_id
+            props["TRACE_ON"] = "true" if self.config.trace_on else "false"
+        props["CLUSTER"] = self.config.broker_cluster_name
         wait = props.get("WAIT") if five else props.pop("WAIT", None)
         msg = MessageExtBrokerInner(
             topic=topic,
@@ -255,16 +276,16 @@ class SendProcessor:
             sys_flag=sys_flag,
             born_timestamp=header.born_timestamp,
             born_host=_host_tuple(channel.remote_addr),
-            store_host=broker.store_host,
+            store_host=self.store_host,
             reconsume_times=reconsume_times,
         )
         recall_handle = None
         if props.get("TRAN_MSG", "false").lower() == "true":
-            if broker.config.reject_transaction_message:
+            if self.config.reject_transaction_message:
                 return self._forbidden("sending transaction message")
-            broker.transactions.parse_half_message(msg)
+            self.transactions.parse_half_message(msg)
         elif five:
-            parked = transform_timer_message(props, topic, queue_id, broker.now_ms())
+            parked = transform_timer_message(props, topic, queue_id, self.now_ms())
             if parked is False:
                 remark = timer_illegal_remark()
                 return response(ResponseCode.MESSAGE_ILLEGAL, remark, self._send_response_ext())
@@ -274,11 +295,11 @@ class SendProcessor:
                 if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                     # ``attachRecallHandle``: one past TIMER_OUT_MS, which was rounded down.
                     recall_handle = build_recall_handle(
-                        topic, broker.config.broker_name, int(props["TIMER_OUT_MS"]) + 1, props["UNIQ_KEY"]
+                        topic, self.config.broker_name, int(props["TIMER_OUT_MS"]) + 1, props["UNIQ_KEY"]
                     )
         if wait is not None and not five:
             props["WAIT"] = wait
-        result = broker.store.put_message(msg)
+        result = self.store.put_message(msg)
         return self._handle_put_result(
             result,
             msg,
@@ -290,7 +311,6 @@ class SendProcessor:
         )
 
     def send_batch(self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader) -> Any:
-        broker = self.broker
         topic = header.topic
         config, failure = self.msg_check(channel, header)
         if failure is not None or config is None:
@@ -308,7 +328,7 @@ class SendProcessor:
         if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
         props = string_to_properties(header.properties or "")
-        props["CLUSTER"] = broker.config.broker_cluster_name
+        props["CLUSTER"] = self.config.broker_cluster_name
         batch_props = properties_to_string(props)
         if not request.body:
             # Both real lines fail on the null body: SYSTEM_ERROR with the exception text.
@@ -329,7 +349,7 @@ class SendProcessor:
         born_timestamp = header.born_timestamp
         reconsume_times = header.reconsume_times or 0
         batch = []
-        five = self.broker.config.five
+        five = self.config.five
         for item in items:
             # 4.9 appends the batch's properties to each message's; 5.5.0 stores each message's own.
             merged = (
@@ -348,17 +368,17 @@ class SendProcessor:
                     sys_flag=sys_flag,
                     born_timestamp=born_timestamp,
                     born_host=born_host,
-                    store_host=broker.store_host,
+                    store_host=self.store_host,
                     reconsume_times=reconsume_times,
                 )
             )
         if not batch:
             return self._failed_put(PutMessageStatus.MESSAGE_ILLEGAL)
-        if five and len(batch) > 1 and _records_size(batch) > broker.config.max_message_size:
+        if five and len(batch) > 1 and _records_size(batch) > self.config.max_message_size:
             # 5.5.0's MessageExtEncoder throws on a batch over maxMessageSize (a 4.5 MiB batch of
             # 0.9 MiB bodies); 4.9.7's store answers it MESSAGE_ILLEGAL, as the twin's store does.
             return response(ResponseCode.SYSTEM_ERROR, BATCH_TOO_LARGE_REMARK, self._send_response_ext())
-        result = broker.store.put_messages(batch)
+        result = self.store.put_messages(batch)
         return self._handle_put_result(
             result,
             batch[0],
@@ -381,29 +401,28 @@ class SendProcessor:
     ) -> HandlerResult:
         """The answer to a stored send; 5.x answers carry the message's (a batch's own) UNIQ_KEY as
         ``transactionId``, which rocketmq-proxy and Spring's transactional send commit by."""
-        broker = self.broker
         if result.status is not PutMessageStatus.PUT_OK or result.append is None:
             return self._failed_put(result.status)
         append = result.append
         topic = msg.topic
-        broker.stats.on_put(topic, append.msg_num or 1)
-        broker.notify_message_arriving(topic, msg.queue_id)
+        self.stats.on_put(topic, append.msg_num or 1)
+        self.notify_message_arriving(topic, msg.queue_id)
         ext_fields = SendMessageResponseHeader(
             msg_id=append.msg_id,
             queue_id=queue_id,
             queue_offset=append.logics_offset,
-            msg_region=broker.config.region_id,
-            trace_on=broker.config.trace_on,
+            msg_region=self.config.region_id,
+            trace_on=self.config.trace_on,
         )
         if five:
             ext_fields.transaction_id = transaction_id
             ext_fields.recall_handle = recall_handle
-        replicated = broker.submit_replica_request(result) if wait_store else None
-        if (not wait_store or not broker.sync_flush) and replicated is None:
+        replicated = self.submit_replica_request(result) if wait_store else None
+        if (not wait_store or not self.sync_flush) and replicated is None:
             return response(ext_fields=ext_fields)
         flushed = (
-            broker.store.wait_for_flush(result)
-            if wait_store and broker.sync_flush
+            self.store.wait_for_flush(result)
+            if wait_store and self.sync_flush
             else succeed(PutMessageStatus.PUT_OK)
         )
 
@@ -426,7 +445,7 @@ class SendProcessor:
             return response(
                 ResponseCode.MESSAGE_ILLEGAL,
                 "the message is illegal, maybe msg body or properties length not matched. "
-                f"msg body length limit {self.broker.config.max_message_size}B, "
+                f"msg body length limit {self.config.max_message_size}B, "
                 "msg properties length limit 32KB.",
                 ext_fields,
             )
@@ -450,32 +469,31 @@ class SendProcessor:
     def _rejected(self) -> bool:
         """5.x ``SendMessageProcessor.rejectRequest``: a slave turns sends away before reading them (4.9
         lets the store refuse them: SERVICE_NOT_AVAILABLE)."""
-        config = self.broker.config
+        config = self.config
         return config.five and config.slave
 
     def consumer_send_msg_back(self, channel: Channel, request: RemotingCommand) -> Any:
         if self._rejected():
             return response(ResponseCode.SYSTEM_BUSY, REJECT_REQUEST_REMARK)
-        broker = self.broker
         header = decode_header(request, ConsumerSendMsgBackRequestHeader)
         group = header.group
-        group_config = broker.groups.find(group)
+        group_config = self.groups.find(group)
         if group_config is None:
             return response(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group not exist, {group} {suggest_todo(broker.config.five)}",
+                f"subscription group not exist, {group} {suggest_todo(self.config.five)}",
             )
-        if not is_writeable(broker.config.broker_permission):
+        if not is_writeable(self.config.broker_permission):
             return response(
                 ResponseCode.NO_PERMISSION,
-                f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
+                f"the broker[{self.config.broker_ip1}] sending message is forbidden",
             )
         retry_queue_nums = group_config.retry_queue_nums
         if retry_queue_nums <= 0:
             return response()
         new_topic = RETRY_GROUP_TOPIC_PREFIX + group
         queue_id = random.randrange(99_999_999) % retry_queue_nums
-        config = broker.topics.create_in_send_back_method(
+        config = self.topics.create_in_send_back_method(
             new_topic, retry_queue_nums, PERM_WRITE | PERM_READ, 2 if header.unit_mode else 0
         )
         if not is_writeable(config.perm):
@@ -483,7 +501,7 @@ class SendProcessor:
                 ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden"
             )
         offset = header.offset
-        msg_ext = broker.store.look_message_by_offset(offset)
+        msg_ext = self.store.look_message_by_offset(offset)
         if msg_ext is None:
             return response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}")
         props = dict(msg_ext.properties)
@@ -496,7 +514,7 @@ class SendProcessor:
         if msg_ext.reconsume_times >= max_reconsume or delay_level < 0:
             new_topic = DLQ_GROUP_TOPIC_PREFIX + group
             queue_id = random.randrange(99_999_999) % DLQ_NUMS_PER_GROUP
-            broker.topics.create_in_send_back_method(new_topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ)
+            self.topics.create_in_send_back_method(new_topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ)
             props["DELAY"] = "0"
         else:
             if delay_level == 0:
@@ -517,9 +535,9 @@ class SendProcessor:
             store_host=_host_tuple(msg_ext.store_host),
             reconsume_times=msg_ext.reconsume_times + 1,
         )
-        result = broker.store.put_message(msg)
+        result = self.store.put_message(msg)
         if result.status is PutMessageStatus.PUT_OK:
-            broker.notify_message_arriving(msg.topic, msg.queue_id)
+            self.notify_message_arriving(msg.topic, msg.queue_id)
             return response()
         return response(ResponseCode.SYSTEM_ERROR, result.status.name)
 

@@ -15,6 +15,7 @@ past the op offset is read before the walk, which reaches the same decisions wit
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,13 @@ from rmqtwin.store_mirror.message_store import GetMessageResult, GetMessageStatu
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
 
 if TYPE_CHECKING:
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from twisted.internet.interfaces import IReactorTime
+
+    from rmqtwin.fakes.broker.clients import ProducerManager
+    from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable
+    from rmqtwin.fakes.broker.topics import TopicTable
+    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.store_mirror.message_store import MessageStore
 
 log = Logger(namespace="rmqtwin.fakes.transaction")
 
@@ -78,14 +85,22 @@ def _java_long(text: str | None) -> int:
         return -1
 
 
+@dataclass(eq=False, kw_only=True)
 class TransactionalMessageCheckService:
     """Runs :meth:`check` every ``transactionCheckInterval`` ms on the broker's clock."""
 
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
-        self._loop: LoopingCall | None = None
-        self.runs = 0
-        self._channel_counter = 0
+    config: BrokerConfig
+    clock: IReactorTime
+    now_ms: Callable[[], int]
+    topics: TopicTable
+    offsets: ConsumerOffsetTable
+    """``CID_RMQ_SYS_TRANS``'s offsets in the half and op queues."""
+    store: MessageStore
+    producers: ProducerManager
+    """Whose channels CHECK_TRANSACTION_STATE goes to."""
+    runs: int = field(default=0, init=False)
+    _loop: LoopingCall | None = field(default=None, init=False)
+    _channel_counter: int = field(default=0, init=False)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -93,8 +108,8 @@ class TransactionalMessageCheckService:
         if self._loop is not None:
             return
         loop = LoopingCall(self._run)
-        loop.clock = self.broker.clock
-        interval = max(1, self.broker.config.check_interval_ms) / 1000.0
+        loop.clock = self.clock
+        interval = max(1, self.config.check_interval_ms) / 1000.0
         loop.start(interval, now=False).addErrback(lambda f: log.failure("transaction check failed", f))
         self._loop = loop
 
@@ -105,7 +120,7 @@ class TransactionalMessageCheckService:
 
     def _run(self) -> None:
         self.runs += 1
-        config = self.broker.config
+        config = self.config
         self.check(int(config.transaction_timeout), int(config.transaction_check_max))
 
     # -- TransactionalMessageServiceImpl.check ---------------------------------------------------
@@ -113,24 +128,23 @@ class TransactionalMessageCheckService:
         report = CheckReport()
         # TransactionalMessageBridge.fetchMessageQueues: the first check creates the half topic (one
         # queue, read-write) when no transaction made it yet, so it is listed (and registered) from then.
-        self.broker.topics.create_in_send_back_method(TRANS_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
-        store = self.broker.store
+        self.topics.create_in_send_back_method(TRANS_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
+        store = self.store
         for queue_id in sorted(store.get_queue_ids(TRANS_HALF_TOPIC)):
             self._check_queue(queue_id, transaction_timeout, transaction_check_max, report)
         return report
 
     def _fetch_offset(self, topic: str, queue_id: int) -> int:
-        offset = self.broker.offsets.query_offset(TRANS_CHECK_GROUP, topic, queue_id)
+        offset = self.offsets.query_offset(TRANS_CHECK_GROUP, topic, queue_id)
         if offset == -1:
-            offset = self.broker.store.get_min_offset_in_queue(topic, queue_id)
+            offset = self.store.get_min_offset_in_queue(topic, queue_id)
         return int(offset)
 
     def _update_offset(self, topic: str, queue_id: int, offset: int) -> None:
-        self.broker.offsets.commit_offset(TRANS_CHECK_GROUP, topic, queue_id, offset)
+        self.offsets.commit_offset(TRANS_CHECK_GROUP, topic, queue_id, offset)
 
     def _check_queue(self, queue_id: int, timeout: int, check_max: int, report: CheckReport) -> None:
-        broker = self.broker
-        start = broker.now_ms()
+        start = self.now_ms()
         half_offset = self._fetch_offset(TRANS_HALF_TOPIC, queue_id)
         op_offset = self._fetch_offset(TRANS_OP_HALF_TOPIC, queue_id)
         if half_offset < 0 or op_offset < 0:
@@ -161,7 +175,7 @@ class TransactionalMessageCheckService:
                     break
                 i = new_offset = next_begin
                 continue
-            now = broker.now_ms()
+            now = self.now_ms()
             if self._need_discard(msg, check_max) or self._need_skip(msg, now):
                 self._resolve_discard(msg)
                 report.discarded.append(msg)
@@ -211,7 +225,7 @@ class TransactionalMessageCheckService:
     def _read(
         self, topic: str, queue_id: int, offset: int, nums: int
     ) -> tuple[list[MessageExt], GetMessageResult]:
-        result = self.broker.store.get_message(TRANS_CHECK_GROUP, topic, queue_id, offset, nums)
+        result = self.store.get_message(TRANS_CHECK_GROUP, topic, queue_id, offset, nums)
         found = []
         for buf in result.message_buffers:
             try:
@@ -285,7 +299,7 @@ class TransactionalMessageCheckService:
         return False
 
     def _need_skip(self, msg: MessageExt, now: int) -> bool:
-        return now - msg.born_timestamp > int(self.broker.config.file_reserved_time) * 3600 * 1000
+        return now - msg.born_timestamp > int(self.config.file_reserved_time) * 3600 * 1000
 
     def _check_prepare_queue_offset(
         self, remove_map: dict[int, int], done_op: list[int], msg: MessageExt
@@ -325,11 +339,11 @@ class TransactionalMessageCheckService:
             prepared if prepared is not None else str(msg.queue_offset)
         )
         inner.properties_string = properties_to_string(inner.properties)
-        return self.broker.store.put_message(inner).status is PutMessageStatus.PUT_OK
+        return self.store.put_message(inner).status is PutMessageStatus.PUT_OK
 
     def _put_back_half_msg(self, msg: MessageExt) -> MessageExt | None:
         """Append a copy to the half queue; the check then names the copy (offsets, offset msgId)."""
-        result = self.broker.store.put_message(self._renew_half_message_inner(msg))
+        result = self.store.put_message(self._renew_half_message_inner(msg))
         if result.status is not PutMessageStatus.PUT_OK or result.append is None:
             log.error(
                 "put back of half message {msg_id} failed: {status}", msg_id=msg.msg_id, status=result.status
@@ -346,12 +360,11 @@ class TransactionalMessageCheckService:
 
     def _resolve_discard(self, msg: MessageExt) -> None:
         """``resolveDiscardMsg`` of the default check listener: park in TRANS_CHECK_MAX_TIME_TOPIC."""
-        broker = self.broker
-        broker.topics.create_in_send_back_method(TRANS_CHECK_MAX_TIME_TOPIC, 1, PERM_READ | PERM_WRITE)
+        self.topics.create_in_send_back_method(TRANS_CHECK_MAX_TIME_TOPIC, 1, PERM_READ | PERM_WRITE)
         inner = self._renew_half_message_inner(msg)
         inner.topic, inner.queue_id = TRANS_CHECK_MAX_TIME_TOPIC, 0
         inner.flag, inner.reconsume_times = msg.flag, msg.reconsume_times
-        result = broker.store.put_message(inner)
+        result = self.store.put_message(inner)
         if result.status is not PutMessageStatus.PUT_OK:
             log.error(
                 "discarding half message {msg_id} failed: {status}", msg_id=msg.msg_id, status=result.status
@@ -359,7 +372,6 @@ class TransactionalMessageCheckService:
 
     # -- AbstractTransactionalMessageCheckListener.sendCheckMessage ------------------------------
     def _send_check_message(self, msg: MessageExt) -> bool:
-        broker = self.broker
         uniq_key = msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
         header = CheckTransactionStateRequestHeader(
             topic=msg.topic,
@@ -368,7 +380,7 @@ class TransactionalMessageCheckService:
             msg_id=uniq_key,
             transaction_id=uniq_key,
             tran_state_table_offset=msg.queue_offset,
-            bname=broker.config.broker_name,
+            bname=self.config.broker_name,
         )
         group = msg.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP)
         channel = self._available_channel(group) if group is not None else None
@@ -384,7 +396,7 @@ class TransactionalMessageCheckService:
     def _available_channel(self, group: str) -> Any | None:
         """``ProducerManager.getAvailableChannel``: round-robin over the group's channels, trying the
         next ones (up to 3) when the picked one is not active."""
-        channels = list(self.broker.producers.groups.get(group, {}))
+        channels = list(self.producers.groups.get(group, {}))
         if not channels:
             return None
         self._channel_counter += 1

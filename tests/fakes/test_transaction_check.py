@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -114,6 +115,11 @@ def end_transaction(
     )
 
 
+def check_service(broker: BrokerController) -> TransactionalMessageCheckService:
+    """A check service of the test's own over the broker's tables (the broker's runs hourly)."""
+    return dataclasses.replace(broker.transaction_check)
+
+
 def stored(broker: BrokerController, topic: str, queue_id: int = 1) -> list[MessageExt]:
     result = broker.store.get_message("g", topic, queue_id, 0, 32)
     return [decode_message_record(bytes(b))[0] for b in result.message_buffers]
@@ -121,7 +127,7 @@ def stored(broker: BrokerController, topic: str, queue_id: int = 1) -> list[Mess
 
 def test_unresolved_half_message_is_checked_after_the_timeout_and_committed_by_the_answer(env: Any) -> None:
     broker, clock = env
-    service = TransactionalMessageCheckService(broker)
+    service = check_service(broker)
     p = producer(broker, clock)
     send_half(p, b"order-1", "UNIQ1")
 
@@ -160,7 +166,7 @@ def test_unresolved_half_message_is_checked_after_the_timeout_and_committed_by_t
 
 def test_rolled_back_answer_never_reaches_the_topic(env: Any) -> None:
     broker, clock = env
-    service = TransactionalMessageCheckService(broker)
+    service = check_service(broker)
     p = producer(broker, clock)
     send_half(p, b"order-2", "UNIQ2")
     clock.advance(7)
@@ -174,7 +180,7 @@ def test_rolled_back_answer_never_reaches_the_topic(env: Any) -> None:
 
 def test_a_message_resolved_before_the_check_is_not_checked(env: Any) -> None:
     broker, clock = env
-    service = TransactionalMessageCheckService(broker)
+    service = check_service(broker)
     p = producer(broker, clock)
     send_half(p, b"x", "UNIQ3")
     [half] = stored(broker, TRANS_HALF_TOPIC, 0)
@@ -190,7 +196,7 @@ def test_a_message_resolved_before_the_check_is_not_checked(env: Any) -> None:
 
 def test_unknown_answers_are_checked_again_until_check_max_then_discarded(env: Any) -> None:
     broker, clock = env
-    service = TransactionalMessageCheckService(broker)
+    service = check_service(broker)
     p = producer(broker, clock)
     send_half(p, b"stuck", "UNIQ4")
     seen = []
@@ -210,7 +216,7 @@ def test_unknown_answers_are_checked_again_until_check_max_then_discarded(env: A
 
 def test_immunity_time_property_delays_the_first_check(env: Any) -> None:
     broker, clock = env
-    service = TransactionalMessageCheckService(broker)
+    service = check_service(broker)
     p = producer(broker, clock)
     send_half(p, b"slow", "UNIQ5", extra={"CHECK_IMMUNITY_TIME_IN_SECONDS": "20"})
     clock.advance(7)
@@ -228,7 +234,7 @@ def test_immunity_time_property_delays_the_first_check(env: Any) -> None:
 
 def test_no_producer_channel_means_no_check_request(env: Any) -> None:
     broker, clock = env
-    service = TransactionalMessageCheckService(broker)
+    service = check_service(broker)
     p = producer(broker, clock, group="other_group")
     send_half(p, b"orphan", "UNIQ6")
     clock.advance(7)
@@ -239,7 +245,7 @@ def test_no_producer_channel_means_no_check_request(env: Any) -> None:
 
 def test_service_runs_every_check_interval_on_the_clock(env: Any) -> None:
     broker, clock = env
-    service = TransactionalMessageCheckService(broker)
+    service = check_service(broker)
     p = producer(broker, clock)
     send_half(p, b"tick", "UNIQ7")
     broker.config.transaction_check_interval = 5000
@@ -330,7 +336,7 @@ def test_5x_refuses_an_unasked_answer_after_the_immunity_time(env: Any) -> None:
 
 def test_checks_go_round_robin_over_the_producer_groups_channels(env: Any) -> None:
     broker, clock = env
-    service = TransactionalMessageCheckService(broker)
+    service = check_service(broker)
     first, second = producer(broker, clock), producer(broker, clock)
     for n in range(4):
         send_half(first, f"rr-{n}".encode(), f"RR{n}")
@@ -348,7 +354,7 @@ def test_default_check_interval_is_the_lines(tmp_path: Any, version: str, first_
     """``transactionCheckInterval`` unset: 30 s on the 5.x line (5.5.0's BrokerConfig), 60 s on 4.9."""
     clock = Clock()
     broker = make_broker(tmp_path, clock, rocketmq_version=version)
-    service = TransactionalMessageCheckService(broker)
+    service = check_service(broker)
     service.start()
     try:
         clock.advance(first_run - 0.1)
@@ -410,7 +416,7 @@ def test_a_check_racing_the_op_batch_asks_about_an_ended_message(env: Any) -> No
     """As on 5.5.0: a half message ended less than a batch before its check is checked back (its put
     back copy has no op), and asked about again until its producer answers for the copy."""
     broker, clock = env
-    service = TransactionalMessageCheckService(broker)
+    service = check_service(broker)
     p = producer(broker, clock)
     clock.advance(2.5)  # the op batch service's next run is 0.5 s away
     send_half(p, b"x", "RACE")
