@@ -211,13 +211,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--paced-seconds", type=float, default=10.0)
     parser.add_argument(
+        "--warmup-sends",
+        type=int,
+        default=20_000,
+        help="sends to each target before anything is measured (a fresh real broker's JIT is cold, a "
+        "fresh twin's store files are new: whichever run came first was slowed by it)",
+    )
+    parser.add_argument("--no-max", action="store_true", help="only the --speed 1 lateness run")
+    parser.add_argument(
         "--capture", type=Path, help="replay this capture of the bench topic, recorded before"
     )
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-replay-"))
     capture = args.capture or work / "sends.rmqcap"
     started = time.monotonic()
-    if args.capture is None:
+    if args.capture is None and not args.no_max:
         record(capture, args.sends, b"x" * args.body)
         print(
             f"recorded {args.sends} sends in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True
@@ -252,6 +260,15 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"unknown target {name}")
             try:
                 create_topic(broker)
+                if args.warmup_sends:
+                    began = time.monotonic()
+                    produce(broker, 10_000_000, args.warmup_sends, b"w" * args.body)
+                    took = time.monotonic() - began
+                    print(
+                        f"  warm-up: {args.warmup_sends} sends to {name} in {took:.1f} s; {load()}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 if name == "twin" and "local" in masters:
                     rps, late = lateness(paced, namesrv, work / "out-lateness")
                     print(
@@ -263,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
                         flush=True,
                     )
                 replays: list[tuple[str, float, int, float]] = []
+                if args.no_max:
+                    continue
                 for master in masters:
                     url = None if master == "local" else cluster.master_url if cluster else None
                     rate, ok, wall = replay_rate(capture, namesrv, work / f"out-{name}-{master}", url)

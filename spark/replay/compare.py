@@ -39,6 +39,7 @@ NORMALISERS: dict[str, str] = {
     "hosts": "host:port addresses of the target instead of the recorded cluster",
     "brokerName": "broker names of the target",
     "queueOffset": "queue offsets shifted by the translation (compared relative to the first per queue)",
+    "maxOffset": "a pull answer's maxOffset: what the queue held when the target answered (sends race it)",
     "interleaving": "a send's queue offset in a queue several connections send to (the target interleaves)",
     "clientId": "client ids with the replay suffix",
     "clusterName": "the target's cluster name instead of the recorded cluster's (one each)",
@@ -128,6 +129,19 @@ def _shown(value: str | None) -> str:
     return "absent" if value is None else repr(value)
 
 
+def _holds_what_was_read(
+    max_offset: str, recorded: Mapping[str, str], offset_shift: Callable[[int], int] | None
+) -> bool:
+    """Whether a replayed pull answer's ``maxOffset`` (in recorded terms) covers the recorded answer's
+    ``nextBeginOffset``: the queue held what the consumer read, and more or less besides as the sends
+    racing the pull went (the pulled messages are compared on their own)."""
+    read = recorded.get("nextBeginOffset")
+    if not max_offset.isdigit() or read is None or not read.isdigit():
+        return False
+    held = int(max_offset) if offset_shift is None else offset_shift(int(max_offset))
+    return held >= int(read)
+
+
 def compare_answers(
     request_code: int,
     recorded: RemotingCommand,
@@ -169,6 +183,13 @@ def compare_answers(
             continue
         if interleaved and name == "queueOffset" and request_code in SEND_CODES:
             used.add("interleaving")
+            continue
+        if (
+            name == "maxOffset"
+            and request_code in PULL_CODES
+            and _holds_what_was_read(b, rec_ext, offset_shift)
+        ):
+            used.add("maxOffset")
             continue
         shifted = name in _OFFSET_FIELDS and offset_shift is not None and b.lstrip("-").isdigit()
         if shifted and offset_shift is not None and str(offset_shift(int(b))) == a:

@@ -19,9 +19,9 @@ import socket
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
-from rmqtwin.codec.codes import RequestCode, request_code_name
+from rmqtwin.codec.codes import RequestCode, ResponseCode, request_code_name
 from rmqtwin.codec.command import JsonDialect, RemotingCommand, SerializeType, decode_command, encode_command
 from rmqtwin.codec.connection import (
     RemotingConnection,
@@ -30,6 +30,7 @@ from rmqtwin.codec.connection import (
     events_before_error,
 )
 from rmqtwin.codec.errors import CodecError
+from rmqtwin.codec.message import store_host_spans
 from rmqtwin.spark.replay.compare import compare_answers, pulled_messages
 from rmqtwin.spark.replay.plan import PULL_CODES, SEND_CODES, ConnectionPlan, Step, answer_queue
 from rmqtwin.spark.replay.translate import ConnectionTranslator, ReplayContext, request_queue, request_topic
@@ -41,6 +42,10 @@ _OUT_LIMIT = 1 << 20
 _GRACE_S = 10.0
 _COMPARE_SLICE_NS = 2_000_000
 _COMPARE_MARGIN_NS = 500_000
+_PULL_AGAIN = frozenset(
+    {ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY}
+)
+"""Pull answers after which a pull that has fewer messages than recorded pulls again for the rest."""
 _COMPARE_BACKLOG = 20_000
 """Answers waiting to be compared beyond which they are compared even when requests are due."""
 
@@ -101,12 +106,56 @@ class _InFlight:
     uniq: str | None
     answer_queue: tuple[str, int] | None
     """The queue whose offsets the answer reports (from the recorded request: before translation)."""
+    pull: _Pull | None = None
+    """A pull whose recorded answer found messages: what the replay pulled towards them so far."""
+
+
+@dataclass(slots=True)
+class _Pull:
+    """A replayed pull that is to get the ``want`` messages its recorded answer got.
+
+    Which messages a pull finds depends on when the broker serves it against the sends racing it: a
+    long-polling pull is woken when a message arrives (the twin at once, on the first; a real broker on
+    its own thread, after the sends that came meanwhile), and a pull sent right after sends finds what
+    was dispatched by then. So the replayed pull asks for at most ``want`` messages (``maxMsgNums``),
+    and while it found fewer it pulls again from where its answer ends, long-polling as the recorded
+    one did, until it has them (or an answer finds nothing more), as the consumer would; the answers
+    together are compared with the recorded one."""
+
+    want: int
+    request: RemotingCommand
+    """The translated request, for the follow-up pulls."""
+    timeout: float
+    found: list[RemotingCommand] = field(default_factory=list)
+    """Its answers that found messages, in order."""
+    got: int = 0
+    again: int = 0
+    """Follow-up pulls sent."""
 
 
 @dataclass(slots=True)
 class _Pulls:
     recorded: list[bytes] = field(default_factory=list)
     replayed: list[bytes] = field(default_factory=list)
+
+
+def _pull_towards(step: Step, request: RemotingCommand, timeout: float) -> _Pull | None:
+    """For a pull whose recorded answer found messages: ``request`` (translated) asks for no more than
+    it got, and the :class:`_Pull` that gets the rest if the target finds fewer at first."""
+    answer = step.answer
+    if answer is None or answer.code != ResponseCode.SUCCESS:
+        return None
+    try:
+        recorded = decode_command(answer.frame[4:])
+        want = len(store_host_spans(recorded.body or b""))
+    except CodecError:
+        return None
+    if not want or request.ext_fields is None:
+        return None
+    asked = request.ext_fields.get("maxMsgNums")
+    if asked is None or not asked.isdigit() or int(asked) > want:
+        request.ext_fields["maxMsgNums"] = str(want)
+    return _Pull(want, request, timeout)
 
 
 def _dialect(steps: list[Step]) -> JsonDialect:
@@ -326,11 +375,13 @@ class _Replayed:
             self.translator.request(cmd)
             if uniq is not None and self.ctx.new_ids:
                 self.checks.minted[self.translator.replayed_uniq(uniq)] = uniq
-            self.translator.sign(cmd)
             timeout = self.ctx.answer_timeout_s
+            pull = None
             if step.code in PULL_CODES:
                 suspend = cmd.ext("suspendTimeoutMillis")
                 timeout += int(suspend) / 1000 if suspend and suspend.isdigit() else 0
+                pull = _pull_towards(step, cmd, timeout)
+            self.translator.sign(cmd)
             opaque = self.codec.send_request(cmd, now=now / 1e9, timeout=timeout)
             self.enqueue(self.codec.data_to_send(), result)
             result.actual_ms = (now - start) / 1e6
@@ -339,7 +390,7 @@ class _Replayed:
                 self.results.append(result)
                 self.order.settle(step)
             else:
-                self.inflight[opaque] = _InFlight(step, result, now, uniq, where)
+                self.inflight[opaque] = _InFlight(step, result, now, uniq, where, pull)
 
     def _stalled(self, now: int) -> None:
         if not self.stalls or self.stalls[-1][1] >= 0:
@@ -424,6 +475,11 @@ class _Replayed:
         if flight is None:
             return
         replayed, result, step = event.command, flight.result, flight.step
+        if flight.pull is not None:
+            merged = self._pulled(flight, flight.pull, replayed, now)
+            if merged is None:
+                return  # pulling again for the rest
+            replayed = merged
         self.order.settle(step)
         result.replayed_code = int(replayed.code)
         result.replayed_remark = replayed.remark
@@ -432,6 +488,44 @@ class _Replayed:
             recorded = None if step.answer is None else decode_command(step.answer.frame[4:])
             self.translator.answered_send(flight.uniq, recorded, replayed)
         self.to_compare.append((flight, replayed))
+
+    def _pulled(
+        self, flight: _InFlight, pull: _Pull, answer: RemotingCommand, now: int
+    ) -> RemotingCommand | None:
+        """The answers of a pull (:class:`_Pull`) put together, once it has its messages or an answer
+        found no more; ``None`` while it pulls again for the rest."""
+        found = 0
+        if answer.code == ResponseCode.SUCCESS and answer.body:
+            try:
+                found = len(store_host_spans(answer.body))
+            except CodecError:
+                found = 0
+        if found:
+            pull.found.append(answer)
+            pull.got += found
+        next_offset = answer.ext("nextBeginOffset")
+        if (
+            pull.got < pull.want
+            and (found or not pull.again)  # a follow-up that found nothing: no more came in its time
+            and answer.code in _PULL_AGAIN
+            and next_offset is not None
+            and next_offset.isdigit()
+            and self.failed is None
+        ):
+            again = replace(pull.request, ext_fields=dict(pull.request.ext_fields or {}))
+            assert again.ext_fields is not None
+            again.ext_fields["queueOffset"] = next_offset
+            again.ext_fields["maxMsgNums"] = str(pull.want - pull.got)
+            self.translator.sign(again)
+            pull.again += 1
+            opaque = self.codec.send_request(again, now=now / 1e9, timeout=pull.timeout)
+            self.enqueue(self.codec.data_to_send())
+            self.inflight[opaque] = flight
+            return None
+        if not pull.found or (len(pull.found) == 1 and answer is pull.found[0]):
+            return answer
+        last = pull.found[-1]
+        return replace(last, body=b"".join(a.body or b"" for a in pull.found))
 
     def compare_pending(self, until_ns: int | None = None) -> None:
         """Compare answered requests with their recordings, in the order they were answered, until
@@ -535,6 +629,8 @@ class _Replayed:
         if self.out and self.connected and now - self.stalled_since > limit:
             self.fail(f"{self.target()} read nothing for {self.ctx.answer_timeout_s:g} s")
             return
+        if not any(since is not None for since in self.check_backs.values()):
+            return  # (the loop below walks every request issued: only when a check-back waits)
         for step in self.plan.steps[: self.next]:
             since = self.check_backs.get(id(step))
             if since is not None and now - since > limit:

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from rmqtwin.codec.codes import RequestCode
+from rmqtwin.codec.command import RemotingCommand
 from rmqtwin.fakes.pytest_plugin import RocketMQFactory
+from rmqtwin.spark.replay.compare import pulled_messages
 from rmqtwin.spark.replay.engine import RequestResult, replay_connections
 from rmqtwin.spark.replay.plan import load_plan
 from rmqtwin.spark.replay.target import TargetError, prepare_context
@@ -214,3 +216,73 @@ def test_lateness_the_target_causes_is_told_from_the_replayers_own(tmp_path: Pat
     assert all(r.held_ms is not None and r.held_ms > 0 for r in late)
     last = max(results, key=lambda r: r.written_ms or 0)
     assert last.written_ms is not None and last.written_ms >= 1000
+
+
+def test_a_pull_that_raced_the_sends_gets_what_it_got_when_recorded(
+    rocketmq_factory: RocketMQFactory,
+) -> None:
+    """Which messages a pull finds depends on when the broker serves it against the sends racing it.
+    Queue 0: a long-polling pull woken by the first of two sends got both (a real broker wakes pulls on
+    its own thread, after the second came); the twin, woken by the first, answers with the first only,
+    so the replay pulls again from there for the rest. Queue 1: a pull sent after two sends got only the
+    first (the second was not dispatched yet); the twin has both, so the replay asks for no more than one.
+    Each pull's answer and each queue's bodies are as recorded."""
+    from rmqtwin.codec.command import encode_command
+    from rmqtwin.spark.replay.plan import Answer, CapturePlan, ConnectionPlan, Step
+    from rmqtwin.spark.replay.target import call
+
+    scratch = rocketmq_factory()  # what the recorded broker answered, request by request
+    traffic.create_topic(scratch, prefill=0)
+    broker = scratch.broker_addr
+    ms = 1_000_000
+
+    def pull(queue: int, offset: int, *, suspend: bool) -> RemotingCommand:
+        request = traffic.pull_request(queue, offset)
+        assert request.ext_fields is not None
+        request.ext_fields["sysFlag"] = "6" if suspend else "4"  # suspend, subscription in the request
+        request.ext_fields["suspendTimeoutMillis"] = "5000" if suspend else "0"
+        return request
+
+    def step(seq: int, at_ms: int, request: RemotingCommand, answer: RemotingCommand, took_ms: int) -> Step:
+        if request.code == RequestCode.PULL_MESSAGE:
+            assert answer.code == 0, answer
+        recorded = Answer(answer.code, answer.remark, took_ms * ms, encode_command(answer))
+        return Step(seq, at_ms * ms, int(request.code), False, encode_command(request), recorded)
+
+    sends = [traffic.send_request(b"m%d" % i, 0 if i < 2 else 1, i) for i in range(4)]
+    pulls = [pull(0, 0, suspend=True), pull(1, 0, suspend=False), pull(1, 1, suspend=False)]
+    answers = [call(broker, sends[0]), call(broker, sends[1]), call(broker, pulls[0])]
+    answers += [
+        call(broker, sends[2]),
+        call(broker, pulls[1]),
+        call(broker, sends[3]),
+        call(broker, pulls[2]),
+    ]
+    s0, s1, p0, s2, p1, s3, p2 = answers
+    assert [len(pulled_messages(p)) for p in (p0, p1, p2)] == [2, 1, 1]
+    timed = [(20, sends[0], s0), (60, sends[1], s1), (100, sends[2], s2), (110, sends[3], s3)]
+    producer = ConnectionPlan(
+        1, "broker", "10.0.0.2:10911", "broker-a", [step(i, *t, 1) for i, t in enumerate(timed)]
+    )
+    pulled = [(0, pulls[0], p0, 62), (150, pulls[1], p1, 1), (160, pulls[2], p2, 1)]
+    consumer = ConnectionPlan(
+        2, "broker", "10.0.0.2:10911", "broker-a", [step(i, *t) for i, t in enumerate(pulled)]
+    )
+    bases = {("broker-a", traffic.TOPIC, 0): 0, ("broker-a", traffic.TOPIC, 1): 0}
+    plan = CapturePlan([producer, consumer], {}, bases, [], 200 * ms)
+    target = rocketmq_factory()
+    traffic.create_topic(target, prefill=0)
+    ctx = ReplayContext(namesrv=target.namesrv_addr, brokers={}, speed=1.0, answer_timeout_s=10)
+    prepare_context(plan, ctx, {})
+    results, queues, _ = replay_connections(plan.connections, ctx)
+    assert {(r.code_name, r.verdict, r.detail) for r in results} == {
+        ("SEND_MESSAGE_V2", "same", ""),
+        ("PULL_MESSAGE", "same", ""),
+    }
+    assert sorted((q.queue_id, q.replayed_messages, q.same_bodies_in_order) for q in queues) == [
+        (0, 2, True),
+        (1, 2, True),
+    ]
+    # the second pull of queue 1 found the second message there too: the queue held more, as named
+    normalised = {(r.conn_id, r.seq): r.normalisers for r in results}
+    assert "maxOffset" in normalised[(2, 1)]
