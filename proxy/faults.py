@@ -52,6 +52,7 @@ __all__ = [
     "BODY_EFFECTS",
     "EFFECTS",
     "PULL_CODES",
+    "ConnectionFilter",
     "FaultEngine",
     "FaultHook",
     "FaultRule",
@@ -286,7 +287,9 @@ class FaultEngine:
         self.on_hit: list[Callable[[FaultRule], None]] = []
         self._active: dict[str, tuple[FaultRule, ...]] = {"request": (), "response": ()}
         """The enabled rules of each direction, in order: what match() walks."""
-        self.prefilters: dict[str, Prefilter] = {"request": Prefilter(()), "response": Prefilter(())}
+        self.generation = 0
+        """Moves on each change of the rules: each connection's :class:`ConnectionFilter` is then
+        worked out again."""
 
     def add(self, spec: Mapping[str, object] | FaultRule) -> FaultRule:
         rule = spec if isinstance(spec, FaultRule) else FaultRule.parse(spec, default_name=self._name())
@@ -322,8 +325,12 @@ class FaultEngine:
         for direction in ("request", "response"):
             active = tuple(r for r in self.rules.values() if r.enabled and r.direction == direction)
             self._active[direction] = active
-            self.prefilters[direction] = Prefilter(active)
             self.holding[direction] = bool(active)
+        self.generation += 1
+
+    def connection_filter(self, client: str, broker: str) -> ConnectionFilter:
+        """What the enabled rules may match on the connection of ``client`` through ``broker``."""
+        return ConnectionFilter(self._active["request"] + self._active["response"], client, broker)
 
     def match(
         self, direction: str, facts: FrameFacts, client: str, broker: str, *, answer_code: int | None = None
@@ -375,58 +382,63 @@ _JSON_CODE = b'{"code":'
 _I16 = struct.Struct(">h")
 
 
-class _Gate:
-    """The rules that may match frames of one code: ``open`` ones (no plain name to search for) are
-    admitted on their addresses; the others only when one of their names occurs in the header."""
+class ConnectionFilter:
+    """Which frames of one connection any enabled rule may match, worked out once per rule set for
+    that connection's client and broker (a rule for another address is left out here).
 
-    __slots__ = ("names", "open")
+    Per request code, what admits a frame (it is then decoded and matched exactly): ``None`` admits
+    every frame of that code (some rule names no plain topic or group), a tuple of plain names admits a
+    frame whose header holds one of them as bytes (``bytes.find``, several times quicker than a regular
+    expression), an empty tuple admits none. A frame no rule may match costs one dict look-up and, for
+    a code some rule names, a few ``bytes.find``.
+    """
 
-    def __init__(self, rules: Sequence[FaultRule]) -> None:
-        self.open: tuple[FaultRule, ...] = ()
-        needles: list[bytes] = []
-        for rule in rules:
-            plain = [
-                n.encode() for n in (rule.topic, rule.group) if n is not None and _PLAIN_NAME.fullmatch(n)
-            ]
-            if plain:
-                needles.append(plain[0])  # a frame that lacks any one of them cannot match
-            else:
-                self.open += (rule,)
-        self.names = tuple(dict.fromkeys(needles))
-        """One name of each rule (bytes.find is several times quicker than a regular expression)."""
+    __slots__ = ("by_code", "other", "requests", "responses", "unknown")
 
-    def admits(self, frame: bytes, end: int, client: str, broker: str) -> bool:
-        for rule in self.open:
-            if (rule.client is None or _address_matches(rule.client, client)) and (
-                rule.broker is None or _address_matches(rule.broker, broker)
-            ):
-                return True
-        for name in self.names:  # noqa: SIM110 - a loop: any() over a generator costs more, per frame
+    def __init__(self, rules: Sequence[FaultRule], client: str, broker: str) -> None:
+        rules = [
+            r
+            for r in rules
+            if (r.client is None or _address_matches(r.client, client))
+            and (r.broker is None or _address_matches(r.broker, broker))
+        ]
+        self.requests = any(r.direction == "request" for r in rules)
+        """Whether a request rule may match this connection (its requests are then held)."""
+        self.responses = any(r.direction == "response" for r in rules)
+        """Whether a response rule may (the requests it may match are then remembered)."""
+        codes = {c for r in rules if r.codes is not None for c in r.codes}
+        self.by_code = {c: _needles([r for r in rules if r.codes is None or c in r.codes]) for c in codes}
+        self.other = _needles([r for r in rules if r.codes is None])
+        """Frames of a code no rule names."""
+        self.unknown = _needles(rules)
+        """Frames whose code was not where expected."""
+
+    def admits(self, frame: bytes) -> bool:
+        """Whether any rule may match this request frame (length word included)."""
+        prefix = whole_frame_prefix(frame)
+        if prefix is None:
+            return False
+        code = quick_code(frame, *prefix)
+        needles = self.unknown if code is None else self.by_code.get(code, self.other)
+        if needles is None:
+            return True
+        end = PREFIX_SIZE + prefix[1]
+        for name in needles:  # noqa: SIM110 - a loop: any() over a generator costs more, per frame
             if frame.find(name, PREFIX_SIZE, end) >= 0:
                 return True
         return False
 
 
-class Prefilter:
-    """Whether any rule of one direction may match a frame, without decoding it: the request code read
-    where Java writes it, then the rules' topic and group names searched for as bytes in the header
-    (a few ``bytes.find``). Admitted frames are decoded and matched exactly; the others,
-    nearly all frames while rules target other topics, pass at the cost of this check."""
-
-    __slots__ = ("by_code", "other", "unknown")
-
-    def __init__(self, rules: Sequence[FaultRule]) -> None:
-        any_code = [r for r in rules if r.codes is None]
-        codes = {c for r in rules if r.codes is not None for c in r.codes}
-        self.by_code = {c: _Gate([r for r in rules if r.codes is None or c in r.codes]) for c in codes}
-        self.other = _Gate(any_code)
-        """Frames of a code no rule names."""
-        self.unknown = _Gate(rules)
-        """Frames whose code was not where expected."""
-
-    def admits(self, frame: bytes, code: int | None, end: int, client: str, broker: str) -> bool:
-        gate = self.unknown if code is None else self.by_code.get(code, self.other)
-        return gate.admits(frame, end, client, broker)
+def _needles(rules: Sequence[FaultRule]) -> tuple[bytes, ...] | None:
+    """One plain name of each rule (a frame that lacks any one of a rule's names cannot match it);
+    None when a rule has none to search for (a name JSON would escape, or no name at all)."""
+    needles: list[bytes] = []
+    for rule in rules:
+        plain = [n.encode() for n in (rule.topic, rule.group) if n is not None and _PLAIN_NAME.fullmatch(n)]
+        if not plain:
+            return None
+        needles.append(plain[0])
+    return tuple(dict.fromkeys(needles))
 
 
 def quick_code(frame: bytes, serialize_type: int, header_length: int) -> int | None:
@@ -519,41 +531,39 @@ class FaultHook(Hook):
         self.client = client
         self.broker = broker
         self.requests: dict[int, FrameFacts] = {}
+        self._filter = engine.connection_filter(client, broker)
+        self._generation = engine.generation
+
+    def connection_filter(self) -> ConnectionFilter:
+        """This connection's filter for the rules as they are now."""
+        engine = self.engine
+        if self._generation != engine.generation:
+            self._filter = engine.connection_filter(self.client, self.broker)
+            self._generation = engine.generation
+        return self._filter
 
     def holds(self, direction: int) -> bool:
         if direction == DIR_TO_SERVER:
-            return self.engine.holding["request"]
+            return self.connection_filter().requests
         # answers are held only while a request a response rule may match waits for one (checked on a
         # frame boundary: such a request was remembered before its answer's first byte came)
-        return bool(self.requests) and self.engine.holding["response"]
+        return bool(self.requests) and self.connection_filter().responses
 
     def observe(self, direction: int, frames: list[bytes], flags: int, out: list[Command]) -> None:
         # requests that were not held (no request rule) are remembered here, held ones in frame()
-        holding = self.engine.holding
-        if direction == DIR_TO_SERVER and holding["response"] and not holding["request"] and not flags:
-            for frame in frames:
-                if self._admitted(frame, "response"):
-                    self._remember(frame)
-
-    def _admitted(self, frame: bytes, *directions: str) -> bool:
-        """Whether any rule of ``directions`` may match this request (see :class:`Prefilter`)."""
-        prefix = whole_frame_prefix(frame)
-        if prefix is None:
-            return False
-        code = quick_code(frame, *prefix)
-        end = PREFIX_SIZE + prefix[1]
-        prefilters = self.engine.prefilters
-        for direction in directions:
-            if prefilters[direction].admits(frame, code, end, self.client, self.broker):
-                return True
-        return False
+        if direction == DIR_TO_SERVER and not flags:
+            rules = self.connection_filter()
+            if rules.responses and not rules.requests:
+                for frame in frames:
+                    if rules.admits(frame):
+                        self._remember(frame)
 
     def _remember(self, frame: bytes) -> tuple[HeaderPeek, FrameFacts] | None:
         seen = FrameFacts.of_request(frame)
         if seen is None:
             return None
         facts, opaque, flag, serialize_type = seen
-        if not flag & ONEWAY_FLAG and self.engine.holding["response"]:
+        if not flag & ONEWAY_FLAG and self._filter.responses:
             self.requests[opaque] = facts
             if len(self.requests) > 65536:  # answers that never came: forget the oldest
                 del self.requests[next(iter(self.requests))]
@@ -561,7 +571,7 @@ class FaultHook(Hook):
 
     def frame(self, direction: int, frame: bytes, out: list[Command]) -> bytes | None:
         if direction == DIR_TO_SERVER:
-            if not self._admitted(frame, "request", "response"):
+            if not self.connection_filter().admits(frame):
                 return frame
             seen = self._remember(frame)
             if seen is None:

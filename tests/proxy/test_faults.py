@@ -93,7 +93,7 @@ def test_frames_no_rule_may_match_are_passed_undecoded_and_odd_names_still_match
     )
     hook = session.hooks[0]
     assert isinstance(hook, FaultHook)
-    assert len(engine.prefilters["request"].by_code[310].open) == 2  # no name searched for
+    assert hook.connection_filter().by_code[310] is None  # no name searched for: every send decoded
     unicode_send = json_frame(310, 11, ext={"a": "PG", "b": "主题"})
     assert play(session, (C2S, unicode_send)) == [Record(C2S, [unicode_send])]
     quoted_send = json_frame(310, 12, ext={"a": "PG", "b": 'quo"ted'})
@@ -101,7 +101,26 @@ def test_frames_no_rule_may_match_are_passed_undecoded_and_odd_names_still_match
     assert [r.hits for r in engine.rules.values()] == [1, 1]
     engine.reset()
     engine.add({"effect": "drop", "codes": ["SEND_MESSAGE_V2"], "topic": "Elsewhere"})
-    assert not hook._admitted(SEND, "request") and play(session, (C2S, SEND))[0] == Send(C2S, SEND)
+    assert not hook.connection_filter().admits(SEND) and play(session, (C2S, SEND))[0] == Send(C2S, SEND)
+
+
+def test_rules_for_other_addresses_leave_a_connection_unheld_and_codes_no_rule_names_pass() -> None:
+    """Each connection works its filter out once per rule set for its own client and broker."""
+    engine, session, _ = setup(
+        {"effect": "answer", "codes": ["HEART_BEAT"], "client": "192.0.2.1"},
+        {"effect": "drop", "direction": "response", "broker": "192.0.2.1"},
+    )
+    hook = session.hooks[0]
+    assert isinstance(hook, FaultHook)
+    assert play(session, (C2S, SEND)) == [Send(C2S, SEND), Record(C2S, [SEND])]
+    assert session.holders(C2S) == [] and not hook.requests
+    engine.add({"name": "mine", "effect": "drop", "codes": ["SEND_MESSAGE_V2"], "client": "127.0.0.1"})
+    rules = hook.connection_filter()
+    assert (rules.requests, rules.responses, rules.other, rules.by_code) == (True, False, (), {310: None})
+    assert play(session, (C2S, PULL), (C2S, SEND)) == [
+        Send(C2S, PULL), Record(C2S, [PULL]), Record(C2S, [SEND]),
+    ]  # fmt: skip
+    assert engine.rules["mine"].hits == 1
 
 
 def test_binary_requests_are_answered_in_their_serialization() -> None:
