@@ -21,7 +21,7 @@ from prometheus_client.registry import Collector
 
 from rmqtwin.codec.command import RemotingCommand
 from rmqtwin.fakes.dispatch import Dispatcher
-from rmqtwin.proxy.faults import FrameFacts
+from rmqtwin.proxy.faults import topic_of
 from rmqtwin.proxy.metrics import RequestMetrics
 
 if TYPE_CHECKING:
@@ -54,8 +54,8 @@ class TwinMetrics(Collector):
         code = int(request.code)
         self.common.request(code)
         if answer is not None:
-            facts = FrameFacts.of(code, request.ext_fields)
-            self.common.answer(facts, int(answer.code), time.perf_counter() - started)
+            topic = topic_of(code, request.ext_fields)
+            self.common.answer(code, topic, int(answer.code), time.perf_counter() - started)
 
     def collect(self) -> Iterable[Metric]:
         yield from self._traffic()

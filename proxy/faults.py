@@ -237,43 +237,56 @@ class FrameFacts:
         if not ext:
             return cls(code, None, None)
         short = code in _SHORT_NAMED
-        topic = next((ext[f] for f in TOPIC_FIELDS if f in ext and (short or f != "b")), None)
         group = next((ext[f] for f in GROUP_FIELDS if f in ext and (short or f != "a")), None)
         # a JSON header decoded as it is may hold a number where Java writes a string
-        return cls(
-            code,
-            topic if topic is None or type(topic) is str else str(topic),
-            group if group is None or type(group) is str else str(group),
-        )
+        return cls(code, topic_of(code, ext), group if group is None or type(group) is str else str(group))
 
     @classmethod
     def of_request(cls, frame: bytes) -> tuple[FrameFacts, int, int, int] | None:
         """(facts, opaque, flag, serialize type) of a request frame (length word included); None for a
-        response or what is not a frame. One ``orjson.loads`` of a JSON header and nothing copied: this
-        runs for every request while a rule is enabled."""
-        prefix = whole_frame_prefix(frame)
-        if prefix is None:
+        response or what is not a frame. This runs for every request a rule may match."""
+        header = header_fields_of(frame)
+        if header is None:
             return None
-        serialize_type, header_length = prefix
-        ext: object
-        if serialize_type == 0:
-            try:
-                obj = orjson.loads(frame[PREFIX_SIZE : PREFIX_SIZE + header_length])
-                code, opaque = int(obj.get("code", 0)), int(obj.get("opaque", 0))
-                flag = int(obj.get("flag", 0))
-            except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
-                return None
-            ext = obj.get("extFields")
-            if ext is not None and not isinstance(ext, dict):
-                return None
-        else:
-            peek = peek_header(frame)
-            if peek is None:
-                return None
-            code, opaque, flag, ext = peek.code, peek.opaque, peek.flag, peek.ext_fields
+        serialize_type, code, opaque, flag, ext = header
         if flag & RESPONSE_FLAG:
             return None
         return cls.of(code, ext), opaque, flag, serialize_type
+
+
+def topic_of(code: int, ext: Mapping[str, str] | None) -> str | None:
+    """The topic a request names (``topic``, or ``b`` in SendMessageRequestHeaderV2's short names)."""
+    if not ext:
+        return None
+    topic = ext.get("topic")
+    if topic is None and code in _SHORT_NAMED:
+        topic = ext.get("b")
+    # a JSON header decoded as it is may hold a number where Java writes a string
+    return topic if topic is None or type(topic) is str else str(topic)
+
+
+def header_fields_of(frame: bytes) -> tuple[int, int, int, int, Mapping[str, str] | None] | None:
+    """(serialize type, code, opaque, flag, ext fields) of a whole frame (length word included), None
+    for what is not one: one ``orjson.loads`` of a JSON header, nothing copied but the header."""
+    prefix = whole_frame_prefix(frame)
+    if prefix is None:
+        return None
+    serialize_type, header_length = prefix
+    if serialize_type == 0:
+        try:
+            obj = orjson.loads(frame[PREFIX_SIZE : PREFIX_SIZE + header_length])
+            code, opaque = int(obj.get("code", 0)), int(obj.get("opaque", 0))
+            flag = int(obj.get("flag", 0))
+        except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
+            return None
+        ext = obj.get("extFields")
+        if ext is not None and not isinstance(ext, dict):
+            return None
+        return 0, code, opaque, flag, ext
+    peek = peek_header(frame)
+    if peek is None:
+        return None
+    return serialize_type, peek.code, peek.opaque, peek.flag, peek.ext_fields
 
 
 class FaultEngine:

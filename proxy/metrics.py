@@ -12,21 +12,24 @@ The HTTP endpoint is a Twisted resource rendered on the reactor thread, not ``st
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable
+from itertools import accumulate
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
 from twisted.web.resource import Resource
 from twisted.web.server import Request, Site
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.frame import ONEWAY_FLAG, RESPONSE_FLAG
-from rmqtwin.proxy.capture import DIR_TO_SERVER, FLAG_RAW
-from rmqtwin.proxy.faults import FaultEngine, FaultRule, FrameFacts
+from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, FLAG_RAW
+from rmqtwin.proxy.faults import FaultEngine, FaultRule, header_fields_of, topic_of
 from rmqtwin.proxy.session import Command, Hook
-from rmqtwin.proxy.wire import peek_summary
 
 __all__ = [
     "LATENCY_BUCKETS",
@@ -51,56 +54,110 @@ def response_name(code: int) -> str:
     return _RESPONSE_NAMES.get(code, str(code))
 
 
-class RequestMetrics:
-    """Requests, answers by response code and latency per request code and topic: the part the proxy
-    and the twin share (``prefix`` tells them apart)."""
+class RequestMetrics(Collector):
+    """Requests, answers by response code and latency per request code and topic, and fault hits: the
+    part the proxy and the twin share (``prefix`` tells them apart).
 
-    def __init__(self, registry: CollectorRegistry, prefix: str) -> None:
-        self.requests = Counter(f"{prefix}_requests", "Requests by request code", ["code"], registry=registry)
-        self.responses = Counter(
-            f"{prefix}_responses",
-            "Answers by request code and response code",
-            ["code", "response"],
-            registry=registry,
-        )
-        self.latency = Histogram(
-            f"{prefix}_request_latency_seconds",
-            "Time from a request to its answer, by request code and topic",
-            ["code", "topic"],
-            buckets=LATENCY_BUCKETS,
-            registry=registry,
-        )
-        self.fault_hits = Counter(
-            f"{prefix}_fault_hits", "Frames a fault rule applied to", ["rule", "effect"], registry=registry
-        )
-        # Each label set's child, looked up once: ``labels()`` takes a lock and formats the values on
-        # every call, several times the cost of the increment (these run once per request).
-        self._requests: dict[int, Counter] = {}
-        self._answers: dict[tuple[int, int, str | None], tuple[Counter, Histogram]] = {}
+    Kept as plain ints and per-label bucket lists (one dict look-up and a few adds per request and
+    answer, no lock: everything runs on the reactor thread, the scrape included), made into metric
+    families only when Prometheus scrapes. prometheus_client's ``Counter.inc`` and
+    ``Histogram.observe`` each take a lock and walk the buckets in Python, several times the cost.
+    """
+
+    def __init__(
+        self, registry: CollectorRegistry, prefix: str, wall: Callable[[], float] = time.time
+    ) -> None:
+        self.prefix = prefix
+        self.wall = wall
+        self.requests: dict[int, int] = {}
+        """Request code -> requests."""
+        self.answers: dict[tuple[int, int, str | None], list[float]] = {}
+        """(request code, response code, topic) -> [answers, seconds, then the answers per latency
+        bucket: one per bound of LATENCY_BUCKETS, then +Inf]."""
+        self.fault_hits: dict[tuple[str, str], int] = {}
+        """(rule, effect) -> frames it applied to."""
+        self.created: dict[object, float] = {}
+        """When each label set was first counted (the families' ``_created`` samples)."""
+        registry.register(self)
 
     def request(self, code: int) -> None:
-        child = self._requests.get(code)
-        if child is None:
-            child = self._requests[code] = self.requests.labels(code_name(code))
-        child.inc()
+        requests = self.requests
+        n = requests.get(code)
+        if n is None:
+            self.created[code] = self.wall()
+            n = 0
+        requests[code] = n + 1
 
-    def answer(self, facts: FrameFacts, response_code: int, seconds: float) -> None:
-        key = (facts.code, response_code, facts.topic)
-        children = self._answers.get(key)
-        if children is None:
-            name = code_name(facts.code)
-            children = self._answers[key] = (
-                self.responses.labels(name, response_name(response_code)),
-                self.latency.labels(name, facts.topic or ""),
-            )
-        children[0].inc()
-        children[1].observe(seconds)
+    def answer(self, code: int, topic: str | None, response_code: int, seconds: float) -> None:
+        key = (code, response_code, topic)
+        slot = self.answers.get(key)
+        if slot is None:
+            slot = self.answers[key] = [0.0] * (len(LATENCY_BUCKETS) + 3)
+            self.created[key] = self.wall()
+        slot[0] += 1
+        slot[1] += seconds
+        slot[2 + bisect_left(LATENCY_BUCKETS, seconds)] += 1  # the first bound >= seconds, as ``le``
 
     def watch_faults(self, engine: FaultEngine) -> None:
         def hit(rule: FaultRule) -> None:
-            self.fault_hits.labels(rule.name, rule.effect).inc()
+            key = (rule.name, rule.effect)
+            n = self.fault_hits.get(key)
+            if n is None:
+                self.created[key] = self.wall()
+                n = 0
+            self.fault_hits[key] = n + 1
 
         engine.on_hit.append(hit)
+
+    def collect(self) -> Iterable[Metric]:
+        prefix, created = self.prefix, self.created
+        requests = CounterMetricFamily(f"{prefix}_requests", "Requests by request code", labels=["code"])
+        for code, n in self.requests.items():
+            requests.add_metric([code_name(code)], n, created=created[code])
+        yield requests
+        responses = CounterMetricFamily(
+            f"{prefix}_responses", "Answers by request code and response code", labels=["code", "response"]
+        )
+        by_response: dict[tuple[int, int], tuple[float, float]] = {}
+        by_topic: dict[tuple[int, str | None], tuple[list[float], float]] = {}
+        for key, slot in self.answers.items():
+            code, response_code, topic = key
+            answered, first = by_response.get((code, response_code), (0.0, created[key]))
+            by_response[(code, response_code)] = (answered + slot[0], min(first, created[key]))
+            merged = by_topic.get((code, topic))
+            if merged is None:
+                by_topic[(code, topic)] = (list(slot), created[key])
+            else:
+                into = merged[0]
+                for i, value in enumerate(slot):
+                    into[i] += value
+                by_topic[(code, topic)] = (into, min(merged[1], created[key]))
+        for (code, response_code), (answered, first) in by_response.items():
+            responses.add_metric([code_name(code), response_name(response_code)], answered, created=first)
+        yield responses
+        latency = HistogramMetricFamily(
+            f"{prefix}_request_latency_seconds",
+            "Time from a request to its answer, by request code and topic",
+            labels=["code", "topic"],
+        )
+        for (code, topic), (slot, first) in by_topic.items():
+            cumulative = list(accumulate(slot[2:]))
+            labels = [code_name(code), topic or ""]
+            latency.add_metric(labels, list(zip(_BUCKET_TEXT, cumulative, strict=True)), sum_value=slot[1])
+            # HistogramMetricFamily takes no creation time; prometheus_client's Histogram exposes one
+            latency.samples.append(
+                Sample(f"{latency.name}_created", dict(zip(("code", "topic"), labels, strict=True)), first)
+            )
+        yield latency
+        hits = CounterMetricFamily(
+            f"{prefix}_fault_hits", "Frames a fault rule applied to", labels=["rule", "effect"]
+        )
+        for (rule, effect), n in self.fault_hits.items():
+            hits.add_metric([rule, effect], n, created=created[(rule, effect)])
+        yield hits
+
+
+_BUCKET_TEXT = [*(floatToGoString(b) for b in LATENCY_BUCKETS), "+Inf"]
 
 
 _Read = tuple["MetricsHook", int, int, list[bytes]]
@@ -122,11 +179,9 @@ class ProxyMetrics(Collector):
         self.registry = CollectorRegistry()
         self.registry.register(self)  # first: drains the queue before the counters are read
         self.common = RequestMetrics(self.registry, "rocketmq_proxy")
-        self.bytes = Counter(
-            "rocketmq_proxy_bytes", "Bytes forwarded, by direction", ["direction"], registry=self.registry
-        )
-        self._to_server = self.bytes.labels("to_server")
-        self._to_client = self.bytes.labels("to_client")
+        self.bytes = [0, 0]
+        """Bytes forwarded, indexed by direction (DIR_TO_SERVER, DIR_TO_CLIENT)."""
+        self.started = time.time()
         self.connections = connections
         self.opened = opened
         self.capture = capture
@@ -148,6 +203,12 @@ class ProxyMetrics(Collector):
 
     def collect(self) -> Iterable[Metric]:
         self.drain()
+        carried = CounterMetricFamily(
+            "rocketmq_proxy_bytes", "Bytes forwarded, by direction", labels=["direction"]
+        )
+        carried.add_metric(["to_server"], self.bytes[DIR_TO_SERVER], created=self.started)
+        carried.add_metric(["to_client"], self.bytes[DIR_TO_CLIENT], created=self.started)
+        yield carried
         open_now = GaugeMetricFamily(
             "rocketmq_proxy_connections", "Open client connections, by listener kind", labels=["kind"]
         )
@@ -179,47 +240,37 @@ class MetricsHook(Hook):
 
     def __init__(self, metrics: ProxyMetrics) -> None:
         self.metrics = metrics
-        self.waiting: dict[tuple[int, int], tuple[FrameFacts, int]] = {}
-        """(direction of the request, opaque) -> the request and when it passed."""
+        self.waiting: dict[tuple[int, int], tuple[int, str | None, int]] = {}
+        """(direction of the request, opaque) -> its code and topic and when it passed."""
 
     def observe(self, direction: int, frames: list[bytes], flags: int, out: list[Command]) -> None:
         if flags & FLAG_RAW:
-            size = sum(len(f) for f in frames)
-            (self.metrics._to_server if direction == DIR_TO_SERVER else self.metrics._to_client).inc(size)
+            self.metrics.bytes[direction] += sum(len(f) for f in frames)
             return
         self.metrics.queue((self, self.metrics.mono_ns(), direction, frames))
 
     def account(self, stamp: int, direction: int, frames: list[bytes]) -> None:
         metrics = self.metrics
         common = metrics.common
+        waiting = self.waiting
         size = 0
-        to_server = direction == DIR_TO_SERVER
         for frame in frames:
             size += len(frame)
-            # One header parse per frame, no copy and no ext map: a request's facts (code, topic, group)
-            # or a response's summary, guessing by direction (clients mostly send requests).
-            request = FrameFacts.of_request(frame) if to_server else None
-            if request is None:
-                summary = peek_summary(frame)
-                if summary is None:
-                    continue
-                _, code, opaque, flag = summary
-                if not flag & RESPONSE_FLAG:  # a broker's request to the client (a check-back)
-                    request = FrameFacts.of_request(frame)
-                    if request is None:
-                        continue
-            if request is not None:
-                facts, opaque, flag, _ = request
-                common.request(facts.code)
+            header = header_fields_of(frame)  # one header parse per frame, no ext map copied
+            if header is None:
+                continue
+            _, code, opaque, flag, ext = header
+            if not flag & RESPONSE_FLAG:  # a request (from the broker: a check-back)
+                common.request(code)
                 if not flag & ONEWAY_FLAG:
-                    self.waiting[(direction, opaque)] = (facts, stamp)
-                    if len(self.waiting) > 65536:  # answers that never came
-                        del self.waiting[next(iter(self.waiting))]
+                    waiting[(direction, opaque)] = (code, topic_of(code, ext), stamp)
+                    if len(waiting) > 65536:  # answers that never came
+                        del waiting[next(iter(waiting))]
             else:
-                asked = self.waiting.pop((direction ^ 1, opaque), None)
+                asked = waiting.pop((direction ^ 1, opaque), None)
                 if asked is not None:
-                    common.answer(asked[0], code, (stamp - asked[1]) / 1e9)
-        (metrics._to_server if to_server else metrics._to_client).inc(size)
+                    common.answer(asked[0], asked[1], code, (stamp - asked[2]) / 1e9)
+        metrics.bytes[direction] += size
 
 
 class _MetricsResource(Resource):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER
 from rmqtwin.proxy.faults import FaultEngine, FaultHook
-from rmqtwin.proxy.metrics import MetricsHook, ProxyMetrics
+from rmqtwin.proxy.metrics import MetricsHook, ProxyMetrics, code_name, response_name
 from rmqtwin.proxy.session import ProxySession
 from tests.proxy.frames import json_frame
 
@@ -69,3 +70,40 @@ def test_reads_wait_for_the_scrape_but_never_more_than_max_pending() -> None:
     assert len(metrics.pending) == 2  # three were decoded when the queue filled
     assert samples(metrics)[("rocketmq_proxy_requests_total", (("code", "GET_ROUTEINFO_BY_TOPIC"),))] == 5
     assert not metrics.pending
+
+
+def test_counts_and_buckets_are_prometheus_clients_own_for_the_same_observations() -> None:
+    """The counters and buckets kept as plain numbers read as prometheus_client's Counter and Histogram
+    fed the same observations (bounds included: a latency equal to a bound is in that bucket)."""
+    from prometheus_client import CollectorRegistry, Counter, Histogram
+
+    from rmqtwin.proxy.metrics import LATENCY_BUCKETS, RequestMetrics
+
+    ours, reference = CollectorRegistry(), CollectorRegistry()
+    metrics = RequestMetrics(ours, "m")
+    requests = Counter("m_requests", "", ["code"], registry=reference)
+    responses = Counter("m_responses", "", ["code", "response"], registry=reference)
+    latency = Histogram("m_request_latency_seconds", "", ["code", "topic"], buckets=LATENCY_BUCKETS,
+                        registry=reference)  # fmt: skip
+    seconds = [0.0, *LATENCY_BUCKETS, 0.0007, 0.003, 31.0, 0.004, 0.0005]
+    for n, took in enumerate(seconds):
+        code, response, topic = (310, 0, "T") if n % 3 else (11, 19 if n % 2 else 0, None)
+        metrics.request(code)
+        metrics.answer(code, topic, response, took)
+        requests.labels(code_name(code)).inc()
+        responses.labels(code_name(code), response_name(response)).inc()
+        latency.labels(code_name(code), topic or "").observe(took)
+
+    def scraped(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(generate_latest(registry).decode())
+            for s in family.samples
+            if not s.name.endswith("_created")
+        }
+
+    got, want = scraped(ours), scraped(reference)
+    assert got == pytest.approx(want)
+    assert got[("m_requests_total", (("code", "SEND_MESSAGE_V2"),))] == sum(
+        1 for n in range(len(seconds)) if n % 3
+    )
