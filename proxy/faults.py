@@ -392,6 +392,9 @@ def _address_matches(pattern: str, address: str) -> bool:
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_%|.\-]+")
 _JSON_CODE = b'{"code":'
+_JSON_CODE_AT = PREFIX_SIZE + len(_JSON_CODE)
+_UNSEEN: tuple[bytes, ...] = (b"",)
+"""A code :attr:`ConnectionFilter.by_text` has not met (told apart by identity)."""
 _I16 = struct.Struct(">h")
 
 
@@ -406,7 +409,7 @@ class ConnectionFilter:
     a code some rule names, a few ``bytes.find``.
     """
 
-    __slots__ = ("by_code", "other", "requests", "responses", "unknown")
+    __slots__ = ("by_code", "by_text", "other", "requests", "responses", "unknown")
 
     def __init__(self, rules: Sequence[FaultRule], client: str, broker: str) -> None:
         rules = [
@@ -425,17 +428,31 @@ class ConnectionFilter:
         """Frames of a code no rule names."""
         self.unknown = _needles(rules)
         """Frames whose code was not where expected."""
+        self.by_text: dict[bytes, tuple[bytes, ...] | None] = {}
+        """The same by a JSON header's code as written (``310``), filled as codes are met: a JSON
+        frame's look-up needs no ``int()``."""
 
     def admits(self, frame: bytes) -> bool:
         """Whether any rule may match this request frame (length word included)."""
         prefix = whole_frame_prefix(frame)
         if prefix is None:
             return False
-        code = quick_code(frame, *prefix)
-        needles = self.unknown if code is None else self.by_code.get(code, self.other)
+        serialize_type, header_length = prefix
+        needles: tuple[bytes, ...] | None = _UNSEEN
+        text = b""
+        if serialize_type == 0 and frame.startswith(_JSON_CODE, PREFIX_SIZE):
+            comma = frame.find(b",", _JSON_CODE_AT, _JSON_CODE_AT + 8)
+            if comma > 0:
+                text = frame[_JSON_CODE_AT:comma]
+                needles = self.by_text.get(text, _UNSEEN)
+        if needles is _UNSEEN:
+            code = quick_code(frame, serialize_type, header_length)
+            needles = self.unknown if code is None else self.by_code.get(code, self.other)
+            if code is not None and text and len(self.by_text) < 256:
+                self.by_text[text] = needles
         if needles is None:
             return True
-        end = PREFIX_SIZE + prefix[1]
+        end = PREFIX_SIZE + header_length
         for name in needles:  # noqa: SIM110 - a loop: any() over a generator costs more, per frame
             if frame.find(name, PREFIX_SIZE, end) >= 0:
                 return True
@@ -584,7 +601,8 @@ class FaultHook(Hook):
 
     def frame(self, direction: int, frame: bytes, out: list[Command]) -> bytes | None:
         if direction == DIR_TO_SERVER:
-            if not self.connection_filter().admits(frame):
+            rules = self._filter if self._generation == self.engine.generation else self.connection_filter()
+            if not rules.admits(frame):
                 return frame
             seen = self._remember(frame)
             if seen is None:
