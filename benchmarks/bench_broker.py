@@ -11,7 +11,7 @@ interval would): issue 16's metrics cost, <= 3%, as its TPS and CPU per message 
 (``--no-metrics-row`` leaves it out).
 
     .venv/bin/python benchmarks/bench_broker.py [--seconds 30] [--threads 16] [--body 1024]
-        [--drain 50000] [--version 5] [--profile DIR] [--json FILE]
+        [--drain 50000] [--version 5] [--profile DIR] [--json FILE] [--metrics-rounds N]
 
 The machine is shared: compare the rows of one run, not figures across runs.
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -179,6 +180,36 @@ WARMUP_MS = 1000
 falls in the send window too (about 1% of the sends), alike for both targets."""
 
 
+def metrics_rounds(args: argparse.Namespace) -> int:
+    """Issue 16's metrics cost alone: rounds of the plain twin and the twin with --metrics-port."""
+    rows = []
+    for _ in range(args.metrics_rounds):
+        rows.append(measure("rmqtwin", lambda: start_twin(args), args))
+        rows.append(measure("rmqtwin+metrics", lambda: start_twin(args, metrics=True), args))
+    widths = [max(len(c), *(len(fmt(r[c])) for r in rows)) for c in COLUMNS]
+    print("  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
+    for row in rows:
+        print("  ".join(fmt(row[c]).rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
+    print(f"after: {load_note()}")
+    plain, metered = rows[0::2], rows[1::2]
+    tps = [
+        float(m["send tps"]) / max(float(p["send tps"]), 1e-9) for p, m in zip(plain, metered, strict=True)
+    ]
+    cpu = [
+        float(m["cpu s/1k sent"]) / max(float(p["cpu s/1k sent"]), 1e-9) - 1
+        for p, m in zip(plain, metered, strict=True)
+    ]
+    added = statistics.median(cpu)
+    print(
+        "metrics (twin with --metrics-port, one scrape) vs twin, paired by round: TPS ratio "
+        + ", ".join(f"{r:.3f}x" for r in tps)
+        + f" (median {statistics.median(tps):.3f}x); CPU per message "
+        + ", ".join(f"{c * 100:+.1f}%" for c in cpu)
+        + f" (median {added * 100:+.1f}%; target <= 3%: {'met' if added <= 0.03 else 'MISSED'})"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -196,9 +227,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-metrics-row", action="store_true", help="leave out the twin with --metrics-port"
     )
+    parser.add_argument(
+        "--metrics-rounds",
+        type=int,
+        default=0,
+        help="only the metrics cost: this many rounds of the twin and the twin with --metrics-port, "
+        "alternated, paired by round (no real broker)",
+    )
     parser.add_argument("--json", help="write the figures here (for run_all.py)")
     args = parser.parse_args(argv)
     print(f"before: {load_note()}", flush=True)
+    if args.metrics_rounds:
+        return metrics_rounds(args)
     rows = [measure("rmqtwin", lambda: start_twin(args), args)]
     if not args.no_metrics_row:
         rows.append(measure("rmqtwin+metrics", lambda: start_twin(args, metrics=True), args))
