@@ -12,7 +12,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.bodies import Body, DataVersion, SubscriptionGroupConfig, TopicConfig, from_value
@@ -20,32 +20,101 @@ from rmqtwin.codec.bodies import Body, DataVersion, SubscriptionGroupConfig, Top
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "BeanJson",
     "ConfigManager",
+    "ConsumerOffsetJson",
     "ConsumerOffsetManager",
     "DataVersion",
+    "DelayOffsetJson",
+    "JsonObject",
     "ScheduleOffsets",
     "SubscriptionGroupConfig",
+    "SubscriptionGroupJson",
     "SubscriptionGroupManager",
     "TopicConfig",
     "TopicConfigManager",
+    "TopicsJson",
     "bean_to_json",
     "file_to_string",
     "group_from_json",
+    "json_int",
+    "json_list",
+    "json_object",
     "string_to_file",
     "to_pretty_json",
 ]
 
 TOPIC_GROUP_SEPARATOR = "@"
 
+JsonObject = Mapping[str, object]
+"""A config file's top-level JSON object as read: its values are checked as each manager decodes them."""
+BeanJson = dict[str, object]
+"""A Java bean (``TopicConfig``, ``SubscriptionGroupConfig``, ``DataVersion``) as JSON properties."""
+
+
+class TopicsJson(TypedDict):
+    """``topics.json``."""
+
+    dataVersion: BeanJson
+    topicConfigTable: dict[str, BeanJson]
+
+
+class ConsumerOffsetJson(TypedDict):
+    """``consumerOffset.json``: ``topic@group`` → queue id → next offset to consume."""
+
+    offsetTable: dict[str, dict[int, int]]
+
+
+class DelayOffsetJson(TypedDict):
+    """``delayOffset.json``: delay level → next schedule-queue offset."""
+
+    offsetTable: dict[int, int]
+
+
+class SubscriptionGroupJson(TypedDict):
+    """``subscriptionGroup.json`` (``forbiddenTable``: 5.x, only when a group has one)."""
+
+    dataVersion: BeanJson
+    subscriptionGroupTable: dict[str, BeanJson]
+    forbiddenTable: NotRequired[dict[str, dict[str, int]]]
+
+
+def json_int(value: object) -> int:
+    """A JSON number (or numeric string) as ``int()`` reads it; anything else makes the file unreadable."""
+    if not isinstance(value, int | float | str):
+        raise fastjson.FastjsonError(f"{value!r} is not a number")
+    return int(value)
+
+
+def json_list(value: object) -> list[object] | tuple[()]:
+    """A JSON array member as read (null, missing or empty: ``()``); anything else makes the file
+    unreadable."""
+    if not value:
+        return ()
+    if not isinstance(value, list):
+        raise fastjson.FastjsonError(f"{value!r} is not a JSON array")
+    return value
+
+
+def json_object(value: object, what: str, *, member: bool = True) -> Mapping[object, object]:
+    """A JSON object as read. A top-level ``member`` that is null, missing or empty reads as ``{}``; any
+    other value that is no object (an entry's null too) makes the file unreadable, which sends ``load``
+    to the ``.bak`` as Java's failed parse does."""
+    if member and not value:
+        return {}
+    if not isinstance(value, Mapping):
+        raise fastjson.FastjsonError(f"{what} is not a JSON object")
+    return value
+
 
 # ---------------------------------------------------------------------------------------------- writing
 
 
-def _scalar(value: Any) -> str:
+def _scalar(value: object) -> str:
     return fastjson.dumps(value).decode("utf-8")
 
 
-def _pretty(value: Any, indent: int, out: list[str]) -> None:
+def _pretty(value: object, indent: int, out: list[str]) -> None:
     if isinstance(value, Mapping):
         items = [(k, v) for k, v in value.items() if v is not None]
         if not items:
@@ -69,7 +138,7 @@ def _pretty(value: Any, indent: int, out: list[str]) -> None:
         out.append(_scalar(value))
 
 
-def to_pretty_json(value: Any) -> str:
+def to_pretty_json(value: object) -> str:
     """fastjson ``toJSONString(obj, PrettyFormat)`` for trees of dicts, lists and scalars.
 
     String keys go one per line; integer keys (``Map<Integer,Long>``) stay inline after the brace, with the
@@ -122,10 +191,10 @@ class ConfigManager:
         self._settled: str | None = None
         """Text that both the file and its ``.bak`` hold after our last persist."""
 
-    def encode(self) -> dict[str, Any]:
+    def encode(self) -> JsonObject:
         raise NotImplementedError
 
-    def decode(self, obj: Any) -> None:
+    def decode(self, obj: JsonObject) -> None:
         raise NotImplementedError
 
     def _decode_text(self, text: str) -> None:
@@ -183,14 +252,14 @@ class TopicConfigManager(ConfigManager):
         self.topic_config_table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion(timestamp=_now_ms())
 
-    def encode(self) -> dict[str, Any]:
+    def encode(self) -> TopicsJson:
         return {
             "dataVersion": bean_to_json(self.data_version),
             "topicConfigTable": {name: bean_to_json(tc) for name, tc in self.topic_config_table.items()},
         }
 
-    def decode(self, obj: Any) -> None:
-        table = obj.get("topicConfigTable") or {}
+    def decode(self, obj: JsonObject) -> None:
+        table = json_object(obj.get("topicConfigTable"), "topicConfigTable")
         for name, tc in table.items():
             config = from_value(TopicConfig, tc)
             if config.topic_name is None:  # a missing ``topicName`` is the table key
@@ -229,12 +298,14 @@ class ConsumerOffsetManager(ConfigManager):
         super().__init__(os.path.join(store_dir, "config", "consumerOffset.json"))
         self.offset_table: dict[str, dict[int, int]] = {}
 
-    def encode(self) -> dict[str, Any]:
+    def encode(self) -> ConsumerOffsetJson:
         return {"offsetTable": self.offset_table}
 
-    def decode(self, obj: Any) -> None:
-        table = obj.get("offsetTable") or {}
-        self.offset_table = {str(k): fastjson.to_ints(v, int) for k, v in table.items()}
+    def decode(self, obj: JsonObject) -> None:
+        table = json_object(obj.get("offsetTable"), "offsetTable")
+        self.offset_table = {
+            str(k): fastjson.to_ints(json_object(v, str(k), member=False), int) for k, v in table.items()
+        }
 
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         key = f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
@@ -275,11 +346,11 @@ class ScheduleOffsets(ConfigManager):
         super().__init__(os.path.join(store_dir, "config", "delayOffset.json"))
         self.offset_table: dict[int, int] = {}
 
-    def encode(self) -> dict[str, Any]:
+    def encode(self) -> DelayOffsetJson:
         return {"offsetTable": self.offset_table}
 
-    def decode(self, obj: Any) -> None:
-        self.offset_table = fastjson.to_ints(obj.get("offsetTable") or {}, int)
+    def decode(self, obj: JsonObject) -> None:
+        self.offset_table = fastjson.to_ints(json_object(obj.get("offsetTable"), "offsetTable"), int)
 
     def update_offset(self, delay_level: int, offset: int) -> None:
         self.offset_table[delay_level] = offset
@@ -295,9 +366,9 @@ class ScheduleOffsets(ConfigManager):
 # ---------------------------------------------------------------------------------------------- groups
 
 
-def bean_to_json(bean: Body) -> dict[str, Any]:
+def bean_to_json(bean: Body) -> BeanJson:
     """A body's bean properties as a dict (sorted, nulls left out), for the pretty writer."""
-    out = {}
+    out: BeanJson = {}
     for attr, java in fastjson.bean_fields(type(bean)):
         value = getattr(bean, attr)
         if value is not None:
@@ -305,12 +376,12 @@ def bean_to_json(bean: Body) -> dict[str, Any]:
     return out
 
 
-def _data_version(obj: Any) -> DataVersion:
+def _data_version(obj: object) -> DataVersion:
     """A file's ``dataVersion`` (a fresh one when the file has none)."""
     return from_value(DataVersion, obj) if obj else DataVersion(timestamp=_now_ms())
 
 
-def group_from_json(name: str, obj: Mapping[str, Any]) -> SubscriptionGroupConfig:
+def group_from_json(name: str, obj: object) -> SubscriptionGroupConfig:
     """Read a bean (a missing ``groupName`` is the table key; unknown properties are ignored)."""
     cfg = from_value(SubscriptionGroupConfig, obj)
     if cfg.group_name is None:
@@ -342,8 +413,8 @@ class SubscriptionGroupManager(ConfigManager):
             for name in BUILT_IN_GROUPS:
                 self.subscription_group_table[name] = SubscriptionGroupConfig(group_name=name)
 
-    def encode(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def encode(self) -> SubscriptionGroupJson:
+        out: SubscriptionGroupJson = {
             "dataVersion": bean_to_json(self.data_version),
             "subscriptionGroupTable": {n: bean_to_json(g) for n, g in self.subscription_group_table.items()},
         }
@@ -351,11 +422,13 @@ class SubscriptionGroupManager(ConfigManager):
             out["forbiddenTable"] = self.forbidden_table
         return out
 
-    def decode(self, obj: Any) -> None:
-        for name, g in (obj.get("subscriptionGroupTable") or {}).items():
+    def decode(self, obj: JsonObject) -> None:
+        for name, g in json_object(obj.get("subscriptionGroupTable"), "subscriptionGroupTable").items():
             self.subscription_group_table[str(name)] = group_from_json(str(name), g)
-        for group, topics in (obj.get("forbiddenTable") or {}).items():
-            self.forbidden_table[str(group)] = {str(t): int(v) for t, v in topics.items()}
+        for group, topics in json_object(obj.get("forbiddenTable"), "forbiddenTable").items():
+            self.forbidden_table[str(group)] = {
+                str(t): json_int(v) for t, v in json_object(topics, str(group), member=False).items()
+            }
         self.data_version = _data_version(obj.get("dataVersion"))
 
     def get_forbidden(self, group: str, topic: str, index: int) -> bool:

@@ -35,7 +35,7 @@ import os
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.internet.task import LoopingCall
@@ -63,7 +63,7 @@ from rmqtwin.fakes.dispatch import (
     suggest_todo,
 )
 from rmqtwin.store_mirror.commitlog import PutMessageStatus
-from rmqtwin.store_mirror.config import ConfigManager
+from rmqtwin.store_mirror.config import ConfigManager, JsonObject, json_int, json_list, json_object
 from rmqtwin.store_mirror.message_store import GetMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
 
@@ -247,6 +247,12 @@ class PopRequest:
     timer: IDelayedCall | None = None
 
 
+class PopCheckPointJson(TypedDict):
+    """``popCheckpoint.json``: each unfinished checkpoint's fields, ``acked`` as a sorted list."""
+
+    checkpoints: list[dict[str, object]]
+
+
 class PopCheckPointFile(ConfigManager):
     """``config/popCheckpoint.json``: the unfinished checkpoints (twin-specific, see the module)."""
 
@@ -254,7 +260,7 @@ class PopCheckPointFile(ConfigManager):
         super().__init__(os.path.join(store_dir, "config", "popCheckpoint.json"))
         self.checkpoints = checkpoints
 
-    def encode(self) -> dict[str, Any]:
+    def encode(self) -> PopCheckPointJson:
         return {
             "checkpoints": [
                 {**asdict(ck), "acked": sorted(ck.acked)}
@@ -264,10 +270,21 @@ class PopCheckPointFile(ConfigManager):
             ]
         }
 
-    def decode(self, obj: Any) -> None:
+    def decode(self, obj: JsonObject) -> None:
         self.checkpoints.clear()
-        for item in obj.get("checkpoints") or ():
-            ck = PopCheckPoint(**{**item, "acked": set(item.get("acked") or ())})
+        for item in json_list(obj.get("checkpoints")):
+            fields = json_object(item, "checkpoint", member=False)
+            ck = PopCheckPoint(
+                topic=str(fields["topic"]),
+                group=str(fields["group"]),
+                queue_id=json_int(fields["queue_id"]),
+                start_offset=json_int(fields["start_offset"]),
+                pop_time=json_int(fields["pop_time"]),
+                invisible_time=json_int(fields["invisible_time"]),
+                revive_qid=json_int(fields["revive_qid"]),
+                offsets=[json_int(o) for o in json_list(fields["offsets"])],
+                acked={json_int(o) for o in json_list(fields.get("acked"))},
+            )
             self.checkpoints.setdefault((ck.topic, ck.group, ck.queue_id), []).append(ck)
 
 

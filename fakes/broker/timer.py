@@ -22,12 +22,12 @@ import base64
 import heapq
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.message import MessageExt, decode_message_record
 from rmqtwin.fakes.broker.topics import TIMER_TOPIC  # TimerMessageStore.TIMER_TOPIC
-from rmqtwin.store_mirror.config import ConfigManager
+from rmqtwin.store_mirror.config import ConfigManager, JsonObject, json_int, json_list
 from rmqtwin.store_mirror.message_store import GetMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
 
@@ -99,6 +99,14 @@ def transform_timer_message(props: dict[str, str], topic: str, queue_id: int, no
     return True
 
 
+class TimerOffsetJson(TypedDict):
+    """``timerOffset.json`` (twin-specific): below ``checkpoint`` all delivered, and the offsets delivered
+    at or above it."""
+
+    checkpoint: int
+    delivered: list[int]
+
+
 class TimerMessageService(ConfigManager):
     """Delivers parked timer messages when due; its progress is ``config/timerOffset.json``."""
 
@@ -113,12 +121,12 @@ class TimerMessageService(ConfigManager):
         self.wheel: list[tuple[int, int]] = []  # (TIMER_OUT_MS, queue offset)
         self.deleted: set[str] = set()  # the recall markers' TIMER_DEL_UNIQKEY still on the wheel
 
-    def encode(self) -> dict[str, Any]:
+    def encode(self) -> TimerOffsetJson:
         return {"checkpoint": self.checkpoint, "delivered": sorted(self.delivered)}
 
-    def decode(self, obj: Any) -> None:
-        self.checkpoint = int(obj.get("checkpoint") or 0)
-        self.delivered = {int(o) for o in obj.get("delivered") or ()}
+    def decode(self, obj: JsonObject) -> None:
+        self.checkpoint = json_int(obj.get("checkpoint") or 0)
+        self.delivered = {json_int(o) for o in json_list(obj.get("delivered"))}
         self.scanned = self.checkpoint
 
     def _scan(self) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from twisted.internet import defer
@@ -75,6 +76,24 @@ class Peer:
 
     def close(self) -> None:
         self.proto.connectionLost(None)
+
+
+EPOCH = 1_700_000_000
+"""Where the tests' clocks start (2023-11-14): message and offset times far from zero, as a real broker's."""
+
+
+@contextmanager
+def clocked_broker(
+    tmp_path: Any, rocketmq_version: str = "5.5", **props: str
+) -> Iterator[tuple[BrokerController, Clock]]:
+    """A started broker (:func:`make_broker`) on a Clock at :data:`EPOCH`, shut down on exit."""
+    clock = Clock()
+    clock.advance(EPOCH)
+    broker = make_broker(tmp_path, clock, rocketmq_version, **props)
+    try:
+        yield broker, clock
+    finally:
+        broker.shutdown()
 
 
 def make_broker(tmp_path: Any, clock: Clock, rocketmq_version: str = "5.5", **props: str) -> BrokerController:

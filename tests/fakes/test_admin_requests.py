@@ -20,17 +20,14 @@ from rmqtwin.codec.command import create_response
 from rmqtwin.codec.message import decode_message_record
 from rmqtwin.fakes.dispatch import NULL_KEY_NPE
 from rmqtwin.fakes.namesrv.controller import NamesrvController
-from tests.fakes.helpers import Peer, make_broker, send_v2
+from tests.fakes.helpers import Peer, clocked_broker, send_v2
 from tests.fakes.test_broker import heartbeat, peer, pull_header
 
 
 @pytest.fixture(params=["4.9", "5.5"])
 def env(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
-    clock = Clock()
-    clock.advance(1_700_000_000)
-    broker = make_broker(tmp_path, clock, rocketmq_version=request.param)
-    yield broker, clock
-    broker.shutdown()
+    with clocked_broker(tmp_path, request.param) as env:
+        yield env
 
 
 FIVE_ONLY = (

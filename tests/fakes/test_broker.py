@@ -13,18 +13,15 @@ from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.headers import CreateTopicRequestHeader, to_ext_fields
 from rmqtwin.codec.message import Message, decode_message_records, encode_batch
 from rmqtwin.fakes.broker.send import BATCH_TOO_LARGE_REMARK
-from tests.fakes.helpers import heartbeat, make_broker, peer, pull_header, send_v2
+from tests.fakes.helpers import clocked_broker, heartbeat, make_broker, peer, pull_header, send_v2
 
 FAST_DELAYS = " ".join(["1s"] * 18)
 
 
 @pytest.fixture
 def env(tmp_path: Any) -> Any:
-    clock = Clock()
-    clock.advance(1_700_000_000)
-    broker = make_broker(tmp_path, clock, rocketmq_version="4.9", messageDelayLevel=FAST_DELAYS)
-    yield broker, clock
-    broker.shutdown()
+    with clocked_broker(tmp_path, "4.9", messageDelayLevel=FAST_DELAYS) as env:
+        yield env
 
 
 def test_send_then_pull_returns_the_stored_record(env: Any) -> None:

@@ -8,23 +8,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from twisted.internet.task import Clock
 
 from rmqtwin.codec.bodies import SubscriptionGroupConfig
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.fakes.broker.topics import IllegalNameError, is_topic_or_group_illegal, validate_group
 from rmqtwin.store_mirror.config import TopicConfig
 from rmqtwin.store_mirror.consume_queue import PathOutsideStoreError, queue_dir_inside
-from tests.fakes.helpers import Peer, make_broker, send_v2
+from tests.fakes.helpers import Peer, clocked_broker, send_v2
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> Any:
-    clock = Clock()
-    clock.advance(1_700_000_000)
-    broker = make_broker(tmp_path, clock)
-    yield broker, clock, tmp_path
-    broker.shutdown()
+    with clocked_broker(tmp_path) as (broker, clock):
+        yield broker, clock, tmp_path
 
 
 def _tree(root: Path) -> set[str]:

@@ -23,16 +23,13 @@ from rmqtwin.codec.codes import CURRENT_VERSION_5, RequestCode, ResponseCode
 from rmqtwin.codec.command import create_response
 from rmqtwin.fakes.dispatch import NULL_KEY_NPE
 from rmqtwin.fakes.namesrv.controller import NamesrvController
-from tests.fakes.helpers import Peer, heartbeat, make_broker, peer, pull_header, send_v2
+from tests.fakes.helpers import Peer, clocked_broker, heartbeat, peer, pull_header, send_v2
 
 
 @pytest.fixture(params=["4.9", "5.5"])
 def env(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
-    clock = Clock()
-    clock.advance(1_700_000_000)
-    broker = make_broker(tmp_path, clock, rocketmq_version=request.param)
-    yield broker, clock
-    broker.shutdown()
+    with clocked_broker(tmp_path, request.param) as env:
+        yield env
 
 
 def answer(consumer: Peer, code: int, body: bytes | None = None) -> None:

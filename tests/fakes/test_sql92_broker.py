@@ -20,7 +20,7 @@ from rmqtwin.fakes.broker.filter import (
     message_filter_for,
 )
 from rmqtwin.fakes.broker.sql92 import compile_selector
-from tests.fakes.helpers import Peer, make_broker, peer, send_v2
+from tests.fakes.helpers import Peer, clocked_broker, make_broker, peer, send_v2
 
 TOPIC = "SqlTopic"
 GROUP = "sql_group"
@@ -28,11 +28,8 @@ GROUP = "sql_group"
 
 @pytest.fixture
 def env(tmp_path: Any) -> Iterator[tuple[BrokerController, Clock]]:
-    clock = Clock()
-    clock.advance(1_700_000_000)
-    broker = make_broker(tmp_path, clock, enablePropertyFilter="true")
-    yield broker, clock
-    broker.shutdown()
+    with clocked_broker(tmp_path, enablePropertyFilter="true") as env:
+        yield env
 
 
 def sql_subscription(topic: str, sql: str) -> dict[str, Any]:

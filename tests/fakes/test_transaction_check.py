@@ -20,7 +20,7 @@ from rmqtwin.fakes.broker.transaction_check import (
     TransactionalMessageCheckService,
     encode_check_body,
 )
-from tests.fakes.helpers import Peer, make_broker
+from tests.fakes.helpers import Peer, clocked_broker, make_broker
 
 TOPIC = "TxTopic"
 GROUP = "tx_producer"
@@ -30,17 +30,10 @@ COMMIT, ROLLBACK, UNKNOWN = 8, 12, 0
 
 @pytest.fixture
 def env(tmp_path: Any) -> Iterator[tuple[BrokerController, Clock]]:
-    clock = Clock()
-    clock.advance(1_700_000_000)
-    broker = make_broker(
-        tmp_path,
-        clock,
-        transactionTimeOut="6000",
-        transactionCheckMax="3",
-        transactionCheckInterval="3600000",
-    )
-    yield broker, clock
-    broker.shutdown()
+    with clocked_broker(
+        tmp_path, transactionTimeOut="6000", transactionCheckMax="3", transactionCheckInterval="3600000"
+    ) as env:
+        yield env
 
 
 def producer(broker: BrokerController, clock: Clock, group: str = GROUP) -> Peer:
