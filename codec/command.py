@@ -404,6 +404,33 @@ _JSON = SerializeType.JSON
 _ROCKETMQ = SerializeType.ROCKETMQ
 
 
+def _decoded(  # noqa: PLR0917 - both header decoders' hot path, positional on purpose
+    code: int,
+    language: int,
+    version: int,
+    opaque: int,
+    flag: int,
+    remark: str | None,
+    ext: dict[str, str] | None,
+    body: bytes | None,
+    serialize_type: SerializeType,
+) -> RemotingCommand:
+    """The command either header decoder read: a known code as its request or response enum member,
+    ext fields in wire order."""
+    return RemotingCommand(
+        (_RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES).get(code, code),
+        language,
+        version,
+        opaque,
+        flag,
+        remark,
+        ext,
+        body,
+        serialize_type,
+        None,  # keep the wire order of ext_fields
+    )
+
+
 def _checked_ints(header: dict[str, Any]) -> tuple[int, int, int, int]:
     """``code``, ``flag``, ``opaque`` and ``version`` converted the way fastjson converts them."""
     get = header.get
@@ -450,18 +477,8 @@ def _decode_json(header: Any, body: bytes | None) -> RemotingCommand:
             ext = {k: _as_text(v) for k, v in ext.items() if v is not None}
     language = get("language", 0)
     known = _LANGUAGES.get(language) if type(language) is str else None
-    return RemotingCommand(
-        (_RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES).get(code, code),
-        known if known is not None else _language(language),
-        version,
-        opaque,
-        flag,
-        remark,
-        ext,
-        body,
-        _JSON,
-        None,  # keep the wire order of ext_fields
-    )
+    language = known if known is not None else _language(language)
+    return _decoded(code, language, version, opaque, flag, remark, ext, body, _JSON)
 
 
 def _text(raw: bytes) -> str:
@@ -590,17 +607,8 @@ def _binary_steps(
                     ext = _decode_ext(frame, pos, ext_end, bytes.decode)
                 except UnicodeDecodeError:
                     ext = _decode_ext(frame, pos, ext_end, _decode_lenient)
-    return RemotingCommand(
-        (_RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES).get(code, code),
-        _LANGUAGES.get(language, language),
-        version,
-        opaque,
-        flag,
-        remark,
-        ext,
-        body,
-        _ROCKETMQ,
-        None,  # keep the wire order of ext_fields
+    return _decoded(
+        code, _LANGUAGES.get(language, language), version, opaque, flag, remark, ext, body, _ROCKETMQ
     )
 
 

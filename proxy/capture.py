@@ -41,7 +41,6 @@ __all__ = [
     "Record",
     "event_record",
     "frame_record",
-    "pack_frame_record",
     "pack_frame_records",
     "pack_record",
     "read_records",
@@ -255,7 +254,7 @@ class CaptureWriter:
 
     def write_packed(self, packed: bytes, data: bytes = b"") -> None:
         """Append one record made by :func:`pack_record` (or the two parts of
-        :func:`pack_frame_record`); rotates first when the segment is full."""
+        :func:`pack_frame_records`); rotates first when the segment is full."""
         if self._file is None:
             raise ValueError("capture writer is closed")
         if self._size >= self.rotate_bytes:
@@ -432,24 +431,6 @@ def frame_record(
     )
 
 
-def pack_frame_record(  # noqa: PLR0917 - the recorder's hot path, positional on purpose
-    direction: int,
-    mono_ns: int,
-    wall_ns: int,
-    conn_id: int,
-    client: Endpoint,
-    server: Endpoint,
-    frame: bytes,
-    flags: int = 0,
-    redact: bool = True,
-) -> tuple[bytes, bytes]:
-    """What ``pack_record(frame_record(...))`` gives, as (record head, data), without the Record."""
-    head, data = pack_frame_records(
-        direction, mono_ns, wall_ns, conn_id, client, server, [frame], flags, redact
-    )
-    return head, data
-
-
 def pack_frame_records(  # noqa: PLR0917 - the recorder's hot path, positional on purpose
     direction: int,
     mono_ns: int,
@@ -461,8 +442,8 @@ def pack_frame_records(  # noqa: PLR0917 - the recorder's hot path, positional o
     flags: int = 0,
     redact: bool = True,
 ) -> list[bytes]:
-    """:func:`pack_frame_record` of frames that arrived together (they share all but the frame), as
-    head, data, head, data, ..."""
+    """What ``pack_record(frame_record(...))`` gives for each of ``frames``, which arrived together (they
+    share all but the frame), without the Records: head, data, head, data, ..."""
     client_raw, client_port = client.packed(), client.port
     server_raw, server_port = server.packed(), server.port
     pack = _LEN_RECORD.pack

@@ -31,7 +31,7 @@ from rmqtwin.proxy.capture import (
     CaptureWriter,
     Endpoint,
     event_record,
-    pack_frame_record,
+    pack_frame_records,
 )
 
 __all__ = ["SynthStats", "synthesize"]
@@ -106,8 +106,8 @@ class _Synth:
         return conn
 
     def frame(self, conn: _Conn, direction: int, cmd: RemotingCommand, now: int) -> None:
-        head, data = pack_frame_record(
-            direction, now, WALL_BASE_NS + now, conn.conn_id, conn.client, conn.server, encode_command(cmd)
+        head, data = pack_frame_records(
+            direction, now, WALL_BASE_NS + now, conn.conn_id, conn.client, conn.server, [encode_command(cmd)]
         )
         self.writer.write_packed(head, data)
         self.stats.frames += 1

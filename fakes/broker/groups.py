@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from rmqtwin.codec.bodies import SubscriptionGroupConfig
 from rmqtwin.codec.codes import ResponseCode
-from rmqtwin.fakes.broker.topics import IllegalNameError, validate_group
+from rmqtwin.fakes.broker.topics import IllegalNameError, is_readable, validate_group
 from rmqtwin.fakes.dispatch import response, suggest_todo
 from rmqtwin.store_mirror.config import SubscriptionGroupManager, bean_to_json
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
+    from rmqtwin.store_mirror.config import TopicConfig
 
 CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
 
@@ -34,6 +35,25 @@ def refuse_consuming(
         )
     if not config.consume_enable:
         return response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+    return None
+
+
+def topic_not_exist(topic: str, five: bool) -> RemotingCommand:
+    """What PULL, POP, PEEK, ACK and CHANGE_MESSAGE_INVISIBLETIME answer for a topic the broker lacks."""
+    return response(
+        ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please! {suggest_todo(five)}"
+    )
+
+
+def refuse_reading(
+    topic: str, config: TopicConfig | None, five: bool, reading: str
+) -> RemotingCommand | None:
+    """What PULL (``reading`` "pulling") and the POP family ("peeking") answer a topic that is missing or
+    may not be read; None when ``config`` may be read."""
+    if config is None:
+        return topic_not_exist(topic, five)
+    if not is_readable(config.perm):
+        return response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] {reading} message is forbidden")
     return None
 
 

@@ -52,7 +52,7 @@ from rmqtwin.codec.headers import (
 )
 from rmqtwin.codec.message import decode_message_records, encode_message_record
 from rmqtwin.fakes.broker.filter import FilterError, build_subscription_data, message_filter_for
-from rmqtwin.fakes.broker.groups import refuse_consuming
+from rmqtwin.fakes.broker.groups import refuse_consuming, refuse_reading, topic_not_exist
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX, is_readable
 from rmqtwin.fakes.dispatch import (
     NOT_SET_REMARK,
@@ -60,7 +60,6 @@ from rmqtwin.fakes.dispatch import (
     decode_header,
     require_key,
     response,
-    suggest_todo,
 )
 from rmqtwin.store_mirror.commitlog import PutMessageStatus
 from rmqtwin.store_mirror.config import ConfigManager, JsonObject, json_int, json_list, json_object
@@ -423,13 +422,10 @@ class PopProcessor:
         """The topic, queue and group checks POP, PEEK, NOTIFICATION and POLLING_INFO share (5.5.0
         words them alike): None when ``group`` may read ``queue_id`` of ``topic``, else the refusal."""
         topic_config = self.topics.get(require_key(topic, "topic"))
-        if topic_config is None:
-            return response(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {suggest_todo(self.config.five)}",
-            )
-        if not is_readable(topic_config.perm):
-            return response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden")
+        refused = refuse_reading(topic, topic_config, self.config.five, "peeking")
+        if refused is not None:
+            return refused
+        assert topic_config is not None
         if queue_id >= topic_config.read_queue_nums:
             return response(
                 ResponseCode.INVALID_PARAMETER,
@@ -652,10 +648,7 @@ class PopProcessor:
         topic = require_key(header.topic, "topic")
         config = self.topics.get(topic)
         if config is None:
-            return response(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {suggest_todo(self.config.five)}",
-            )
+            return topic_not_exist(topic, self.config.five)
         cls, frame = (
             ("AckMessageRequestHeader", "AckMessageProcessor.processRequest(AckMessageProcessor.java:{})")
             if ack

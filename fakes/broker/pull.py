@@ -17,7 +17,7 @@ from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rmqtwin.fakes.broker.filter import FilterError, build_subscription_data, message_filter_for
 from rmqtwin.fakes.broker.group_admin import INDEX_PERM_READ, SUBSCRIPTION_FORBIDDEN
-from rmqtwin.fakes.broker.groups import refuse_consuming
+from rmqtwin.fakes.broker.groups import refuse_consuming, refuse_reading
 from rmqtwin.fakes.broker.topics import is_readable, parameter_error
 from rmqtwin.fakes.dispatch import (
     REJECT_REQUEST_REMARK,
@@ -203,13 +203,10 @@ class PullProcessor:
 
         topic = require(header.topic, "topic")
         topic_config = self.topics.get(topic)
-        if topic_config is None:
-            return response(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {suggest_todo(self.config.five)}",
-            )
-        if not is_readable(topic_config.perm):
-            return response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+        refused = refuse_reading(topic, topic_config, self.config.five, "pulling")
+        if refused is not None:
+            return refused
+        assert topic_config is not None
         queue_id = require(header.queue_id, "queueId")
         if queue_id < 0 or queue_id >= topic_config.read_queue_nums:
             five = self.config.five
