@@ -397,14 +397,11 @@ class _Parser:
             return self.string(ch)
         if ch == "" or ch in ",:]}":
             raise self.fail("value expected")
-        m = _NUMBER.match(self.text, self.pos)
-        if m is not None:
-            self.pos = m.end()
-            return _number(m.group())
-        m = _IDENT.match(self.text, self.pos)
-        if m is not None:
-            word = m.group()
-            self.pos = m.end()
+        number = self.number()
+        if number is not None:
+            return number
+        word = self.ident()
+        if word is not None:
             if word == "true":
                 return True
             if word == "false":
@@ -424,15 +421,29 @@ class _Parser:
             return self.obj(as_key=True)
         if ch == "[":
             return _freeze(self.array())
-        m = _NUMBER.match(self.text, self.pos)
-        if m is not None:
-            self.pos = m.end()
-            return _number(m.group())
-        m = _IDENT.match(self.text, self.pos)
-        if m is not None:
-            self.pos = m.end()
-            return m.group()
+        number = self.number()
+        if number is not None:
+            return number
+        word = self.ident()
+        if word is not None:
+            return word
         raise self.fail("object key expected")
+
+    def number(self) -> int | float | None:
+        """A number token at the cursor (Java suffixes ``L``, ``F``… allowed), read; None when none."""
+        m = _NUMBER.match(self.text, self.pos)
+        if m is None:
+            return None
+        self.pos = m.end()
+        return _number(m.group())
+
+    def ident(self) -> str | None:
+        """A bare word at the cursor (a key, or true/false/null…), read; None when none."""
+        m = _IDENT.match(self.text, self.pos)
+        if m is None:
+            return None
+        self.pos = m.end()
+        return m.group()
 
     def obj(self, *, as_key: bool) -> Any:
         self.pos += 1  # '{'

@@ -159,6 +159,14 @@ REJECT_REQUEST_REMARK = "[REJECTREQUEST]system busy, start flow control for a wh
 """What NettyRemotingAbstract answers (SYSTEM_BUSY) when a processor's ``rejectRequest`` is true."""
 
 
+def host_tuple(addr: str | tuple[str, int]) -> tuple[str, int]:
+    """A channel's ``host:port`` (or a decoded message's host) as the (host, port) a message stores."""
+    if isinstance(addr, tuple):
+        return (str(addr[0]), int(addr[1]))
+    host, _, port = str(addr).rpartition(":")
+    return (host.strip("[]") or "127.0.0.1", int(port or 0))
+
+
 def suggest_todo(five: bool) -> str:
     """``FAQUrl.suggestTodo``: the hint the Java servers append to some remarks, linking the emulated
     line's FAQ."""

@@ -58,6 +58,7 @@ from rmqtwin.fakes.dispatch import (
     NOT_SET_REMARK,
     Channel,
     decode_header,
+    host_tuple,
     require_key,
     response,
 )
@@ -896,7 +897,7 @@ class PopProcessor:
             properties_string=properties_to_string(props),
             sys_flag=msg.sys_flag,
             born_timestamp=msg.born_timestamp,
-            born_host=_host(msg.born_host),
+            born_host=host_tuple(msg.born_host),
             store_host=self.store_host,
             reconsume_times=msg.reconsume_times + 1,
         )
@@ -923,10 +924,3 @@ class _PopResult:
     msg_offset_info: list[str] = field(default_factory=list)
     order_count_info: list[str] = field(default_factory=list)
     rest_num: int = 0
-
-
-def _host(addr: Any) -> tuple[str, int]:
-    if isinstance(addr, tuple):
-        return (str(addr[0]), int(addr[1]))
-    host, _, port = str(addr).rpartition(":")
-    return (host.strip("[]/") or "127.0.0.1", int(port or 0))

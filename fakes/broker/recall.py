@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import RecallMessageRequestHeader, RecallMessageResponseHeader
-from rmqtwin.fakes.broker.send import _host_tuple as host_tuple
 from rmqtwin.fakes.broker.timer import (
     RECALL_HANDLE_VERSION,
     TIMER_MAX_DELAY_SEC,
@@ -26,7 +25,7 @@ from rmqtwin.fakes.broker.timer import (
     transform_timer_message,
 )
 from rmqtwin.fakes.broker.topics import is_writeable
-from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, response
+from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, host_tuple, response
 from rmqtwin.store_mirror.commitlog import PutMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
 

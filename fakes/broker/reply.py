@@ -23,9 +23,8 @@ from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.headers import ReplyMessageRequestHeader, SendMessageResponseHeader
 from rmqtwin.codec.message import MessageConst, string_to_properties
 from rmqtwin.fakes.broker.relay import CALL_CLIENT_TIMEOUT
-from rmqtwin.fakes.broker.send import _host_tuple as host_tuple
 from rmqtwin.fakes.broker.send import send_header
-from rmqtwin.fakes.dispatch import Channel, request_command, response
+from rmqtwin.fakes.dispatch import Channel, host_tuple, request_command, response
 from rmqtwin.store_mirror.commitlog import PutMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
 

@@ -55,6 +55,7 @@ from rmqtwin.fakes.dispatch import (
     HandlerResult,
     decode_header,
     decode_header_fast,
+    host_tuple,
     response,
     suggest_todo,
 )
@@ -275,7 +276,7 @@ class SendProcessor:
             properties_string=properties_to_string(props),
             sys_flag=sys_flag,
             born_timestamp=header.born_timestamp,
-            born_host=_host_tuple(channel.remote_addr),
+            born_host=host_tuple(channel.remote_addr),
             store_host=self.store_host,
             reconsume_times=reconsume_times,
         )
@@ -345,7 +346,7 @@ class SendProcessor:
                 f"java.nio.BufferUnderflowException: {exc}",
                 self._send_response_ext(),
             )
-        born_host = _host_tuple(channel.remote_addr)
+        born_host = host_tuple(channel.remote_addr)
         born_timestamp = header.born_timestamp
         reconsume_times = header.reconsume_times or 0
         batch = []
@@ -531,8 +532,8 @@ class SendProcessor:
             properties_string=properties_to_string(props),
             sys_flag=msg_ext.sys_flag,
             born_timestamp=msg_ext.born_timestamp,
-            born_host=_host_tuple(msg_ext.born_host),
-            store_host=_host_tuple(msg_ext.store_host),
+            born_host=host_tuple(msg_ext.born_host),
+            store_host=host_tuple(msg_ext.store_host),
             reconsume_times=msg_ext.reconsume_times + 1,
         )
         result = self.store.put_message(msg)
@@ -555,10 +556,3 @@ def topic_config_str(config: TopicConfig, *, five: bool = False) -> str:
 
 def perm_to_string(perm: int) -> str:
     return ("R" if perm & 4 else "-") + ("W" if perm & 2 else "-") + ("X" if perm & 1 else "-")
-
-
-def _host_tuple(addr: Any) -> tuple[str, int]:
-    if isinstance(addr, tuple):
-        return (str(addr[0]), int(addr[1]))
-    host, _, port = str(addr).rpartition(":")
-    return (host.strip("[]") or "127.0.0.1", int(port or 0))
