@@ -40,6 +40,7 @@ from rmqtwin.store_mirror.record import (
     MessageExtBrokerInner,
     check_message_and_return_size,
     compute_tags_code,
+    record_size,
     write_blank,
 )
 
@@ -136,18 +137,23 @@ class CommitLog:
     def _scan_from(
         self, index: int, check_crc: bool, dispatch: Callable[[DispatchRequest], None] | None
     ) -> int:
-        """Walk valid records from file ``index``; return the offset where the first invalid one starts."""
+        """Walk valid records from file ``index``; return the offset where the first invalid one starts.
+        Without ``dispatch`` (a clean restart) only each record's validity and size are read."""
         files = self.mapped_file_queue.mapped_files
         mf = files[index]
         process_offset = mf.file_from_offset
         pos = 0
         while True:
-            req = self.check_message(mf.mm, pos, self.mapped_file_size, check_crc)
-            if req.success and req.msg_size > 0:
-                if dispatch is not None:
+            if dispatch is None:
+                size = record_size(mf.mm, pos, self.mapped_file_size, check_crc, self.delay)
+            else:
+                req = self.check_message(mf.mm, pos, self.mapped_file_size, check_crc)
+                size = req.msg_size if req.success else -1
+                if size > 0:
                     dispatch(req)
-                pos += req.msg_size
-            elif req.success:
+            if size > 0:
+                pos += size
+            elif size == 0:
                 index += 1
                 if index >= len(files):
                     break
