@@ -27,6 +27,7 @@ curve writes up to 11 GiB under ``--dir`` (default a temp dir) and removes it af
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import resource
@@ -56,6 +57,8 @@ TOPIC = "ScaleTopic"
 STORE_SIZES = {"mappedFileSizeCommitLog": 1 << 30, "mappedFileSizeConsumeQueue": 300_000 * 20}
 """Java's default file sizes, given to both brokers (the launcher's own defaults are smaller)."""
 QUEUES = 8
+START_TIMEOUT = 1800.0
+"""Seconds either broker may take to be ready: a restart on 10M messages validates every one of them."""
 PULL_SUSPEND = 0x2 | 0x4  # PullSysFlag FLAG_SUSPEND | FLAG_SUBSCRIPTION
 
 
@@ -89,6 +92,10 @@ class Client:
 
 
 def median_ms(fn: Callable[[], object], n: int) -> float:
+    """The median of ``n`` timed calls, after ``n`` untimed ones: a fresh JVM interprets a request's
+    path until the JIT has seen it, which is start-up cost, not the cost of the curve's size."""
+    for _ in range(n):
+        fn()
     times = []
     for _ in range(n):
         started = time.perf_counter()
@@ -129,7 +136,9 @@ class Running:
 def start_twin(base: Path) -> Running:
     """``rmqtwin serve`` on the store ``base/store`` (its broker.conf in ``base``)."""
     began = time.monotonic()
-    twin = start_subprocess(str(base), broker_conf={"brokerClusterName": "scale", **STORE_SIZES})
+    twin = start_subprocess(
+        str(base), broker_conf={"brokerClusterName": "scale", **STORE_SIZES}, start_timeout=START_TIMEOUT
+    )
     ready = time.monotonic() - began
     assert twin.process is not None
     process = twin.process
@@ -147,7 +156,9 @@ def start_twin(base: Path) -> Running:
 def start_real(base: Path, version: str) -> Running:
     """Real RocketMQ on the same store, ``base/store``."""
     began = time.monotonic()
-    real = RealRocketMQ(version, store_dir=base / "store", broker_conf_overrides=STORE_SIZES).start()
+    real = RealRocketMQ(
+        version, store_dir=base / "store", broker_conf_overrides=STORE_SIZES, start_timeout=START_TIMEOUT
+    ).start()
     ready = time.monotonic() - began
 
     def pids() -> list[int]:
@@ -191,6 +202,14 @@ def scratch(name: str, args: argparse.Namespace) -> Iterator[Path]:
 
 
 Point = dict[str, float]
+Curve = dict[str, dict[int, Point]]
+"""``curve[kind][x]``: the figures of one point, kind "twin" or "real"."""
+
+
+def memory(pids: list[int]) -> Point:
+    """RSS, and its anonymous part: without the pages of mapped files (the commitlog and consume
+    queues both brokers map), what the process itself holds (Python objects, Java's heap)."""
+    return {"RSS MiB": rss_kib(pids) / 1024, "anon MiB": rss_kib(pids, "RssAnon") / 1024}
 
 
 def write_topics(base: Path, n: int) -> None:
@@ -208,21 +227,21 @@ def write_topics(base: Path, n: int) -> None:
     manager.persist()
 
 
-def curve_topics(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
+def curve_topics(args: argparse.Namespace) -> dict[str, Curve]:
     """Launch-to-ready, RSS and route-query time against the topic count.
 
     Both brokers register every topic with the name server at start (REGISTER_BROKER carries the
     whole topic table), so ready time grows with N for both; the twin's per-topic cost is its
     Python objects (TopicConfig, QueueData) against Java's."""
     sizes = [200, 1000] if args.quick else [1000, 10_000, 50_000]
-    result: dict[str, dict[int, Point]] = {"twin": {}, "real": {}}
+    result: Curve = {"twin": {}, "real": {}}
     for n in sizes:
         for kind in ("twin", "real"):
             with scratch(f"topics-{n}", args) as base:
                 write_topics(base, n)
                 with running(kind, base, args) as target:
                     client = Client(target.namesrv)
-                    topics = iter([f"Scale{random.randrange(n):06d}" for _ in range(50)])
+                    topics = iter([f"Scale{random.randrange(n):06d}" for _ in range(100)])
 
                     def route(client: Client = client, topics: Iterator[str] = topics) -> None:
                         answer = client.call(
@@ -232,18 +251,20 @@ def curve_topics(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
 
                     point = {
                         "ready s": target.ready_s,
-                        "RSS MiB": rss_kib(target.pids()) / 1024,
+                        **memory(target.pids()),
                         "route ms": median_ms(route, 50),
                     }
                     client.close()
             result[kind][n] = point
             print(f"topics {n:>6} {kind}: {fmt_point(point)}  ({load_note()})", flush=True)
-    return result
+    return {"topics": result}
 
 
-def fill_store(base: Path, total_bytes: int, body: int, progress: str) -> int:
+def fill_store(base: Path, total_bytes: int, body: int, progress: str, *, keyed: bool = True) -> int:
     """Messages of ``body`` bytes into ``TOPIC`` queue 0 through the twin's store until the commitlog
-    holds ``total_bytes``; returns the message count."""
+    holds ``total_bytes`` (appending to what ``base/store`` already holds); returns the number of
+    messages in the queue. ``keyed``: each message has a UNIQ_KEY, so the index gets an entry; the
+    10M-message backlog goes without (no index work in Python per message, and pulls never read it)."""
     from twisted.internet import defer
     from twisted.internet.task import Clock
 
@@ -251,7 +272,8 @@ def fill_store(base: Path, total_bytes: int, body: int, progress: str) -> int:
     from rmqtwin.store_mirror.message_store import DefaultMessageStore, MessageStoreConfig
     from rmqtwin.store_mirror.record import MessageExtBrokerInner
 
-    write_topics(base, 0)
+    if not (base / "store" / "config" / "topics.json").exists():
+        write_topics(base, 0)
     store = DefaultMessageStore(
         str(base / "store"),
         MessageStoreConfig(),
@@ -260,41 +282,41 @@ def fill_store(base: Path, total_bytes: int, body: int, progress: str) -> int:
     assert store.load()
     store.start()
     payload = os.urandom(body)
-    count = 0
-    last = time.monotonic()
+    count = store.get_max_offset_in_queue(TOPIC, 0)
+    began = last = time.monotonic()
     while store.get_max_phy_offset() < total_bytes:
         store.put_message(
             MessageExtBrokerInner(
                 topic=TOPIC,
                 body=payload,
                 queue_id=0,
-                properties={"UNIQ_KEY": f"{count:032X}"},
-                properties_string=f"UNIQ_KEY\x01{count:032X}\x02",
+                properties={"UNIQ_KEY": f"{count:032X}"} if keyed else {},
+                properties_string=f"UNIQ_KEY\x01{count:032X}\x02" if keyed else "",
                 born_timestamp=int(time.time() * 1000),
                 born_host=("127.0.0.1", 5555),
                 store_host=("127.0.0.1", 10911),
             )
         )
         count += 1
-        if time.monotonic() - last > 10:
+        if time.monotonic() - last > 30:
             last = time.monotonic()
             done = store.get_max_phy_offset()
             print(f"  {progress}: {done / total_bytes:5.1%} ({count} messages)", flush=True)
     store.commit_log.mapped_file_queue.flush_all()
     store.shutdown()
+    print(f"  {progress}: written in {time.monotonic() - began:.0f} s", flush=True)
     return count
 
 
-def curve_store(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
-    """Restart time (clean and after kill -9) and RSS against commitlog size; then a backlog of M
-    small messages: RSS and pull time at the head vs at the deep end.
+def curve_store(args: argparse.Namespace) -> dict[str, Curve]:
+    """Restart time (clean and after kill -9) and memory against commitlog size.
 
     Recovery reads the last commitlog files (three, as Java's recoverNormally/Abnormally), so both
     should stay flat in S; the twin maps the commitlog (mmap) and holds no message in Python
-    objects, so its RSS should stay flat in S and M too."""
+    objects, so its anonymous memory should stay flat in S too."""
     gib = 1 << 30
     sizes = [64 << 20, 256 << 20] if args.quick else [1 * gib, 10 * gib]
-    result: dict[str, dict[int, Point]] = {"twin": {}, "real": {}}
+    result: Curve = {"twin": {}, "real": {}}
     for size in sizes:
         with scratch("store", args) as base:
             fill_store(base, size, 16 * 1024, f"commitlog {size >> 20} MiB")
@@ -305,46 +327,53 @@ def curve_store(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
                 target.stop(True)
                 target = start(kind, base, args)
                 point["after clean stop s"] = target.ready_s
-                point["RSS MiB"] = rss_kib(target.pids()) / 1024
+                point.update(memory(target.pids()))
                 target.stop(False)
                 target = start(kind, base, args)
                 point["after kill -9 s"] = target.ready_s
                 target.stop(True)
                 result[kind][size >> 20] = point
                 print(f"store {size >> 20:>6} MiB {kind}: {fmt_point(point)}  ({load_note()})", flush=True)
-    return result
+    return {"store": result}
 
 
-def curve_backlog(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
-    """RSS with a backlog of M messages, and pull time (32 messages) at the head and the deep end."""
-    m = 200_000 if args.quick else 10_000_000
-    result: dict[str, dict[int, Point]] = {"twin": {}, "real": {}}
+def curve_backlog(args: argparse.Namespace) -> dict[str, Curve]:
+    """Launch-to-ready (a clean stop before: recovery reads the last three commitlog files, which here
+    hold every message), memory with a backlog of M messages in one queue, and pull time (32
+    messages) at its head and at its deep end; the queue grows from the smaller M to the larger on
+    the same store."""
+    sizes = [20_000, 200_000] if args.quick else [1_000_000, 10_000_000]
+    result: Curve = {"twin": {}, "real": {}}
+    record = 64 + 91 + len(TOPIC)  # body, fixed part, topic, no properties
     with scratch("backlog", args) as base:
-        record = 64 + 91 + len(TOPIC) + len("UNIQ_KEY\x01") + 32 + 1  # body, fixed part, topic, properties
-        count = fill_store(base, m * record, 64, f"backlog of {m} messages")
-        deep = max(count - 32, 0)
-        for kind in ("twin", "real"):
-            with running(kind, base, args) as target:
-                client = Client(target.broker)
-                group = f"scale_{kind}"
+        for m in sizes:
+            count = fill_store(base, m * record, 64, f"backlog of {m} messages", keyed=False)
+            deep = max(count - 32, 0)
+            for kind in ("twin", "real"):
+                with running(kind, base, args) as target:
+                    client = Client(target.broker)
+                    group = f"scale_{kind}"
 
-                def pull(offset: int, client: Client = client, group: str = group) -> None:
-                    answer = client.call(pull_request(group, TOPIC, 0, offset))
-                    assert answer.code == ResponseCode.SUCCESS, (offset, answer.code, answer.remark)
+                    def pull(offset: int, client: Client = client, group: str = group) -> None:
+                        answer = client.call(pull_request(group, TOPIC, 0, offset))
+                        assert answer.code == ResponseCode.SUCCESS, (offset, answer.code, answer.remark)
 
-                point = {
-                    "RSS MiB": rss_kib(target.pids()) / 1024,
-                    "pull head ms": median_ms(lambda: pull(0), 100),
-                    "pull deep ms": median_ms(lambda: pull(deep), 100),
-                }
-                client.close()
-            result[kind][count] = point
-            print(f"backlog {count} {kind}: {fmt_point(point)}  ({load_note()})", flush=True)
-    return result
+                    point = {
+                        "ready s": target.ready_s,
+                        **memory(target.pids()),
+                        "pull head ms": median_ms(partial(pull, 0), 100),
+                        "pull deep ms": median_ms(partial(pull, deep), 100),
+                    }
+                    client.close()
+                result[kind][count] = point
+                print(f"backlog {count} {kind}: {fmt_point(point)}  ({load_note()})", flush=True)
+    return {"backlog": result}
 
 
-def curve_connections(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
-    """RSS and request time against open client connections, then with P parked long-poll pulls.
+def curve_connections(args: argparse.Namespace) -> dict[str, Curve]:
+    """Memory and request time against open client connections; then P long-poll pulls parked
+    (suspended on an empty queue) over the largest number of connections, a curve of its own
+    (x: parked pulls, 0 and P).
 
     Per connection the twin holds a Twisted transport and protocol, a RemotingConnection and its
     buffers; per parked pull a request, a deferred and a timer: the ratio column shows how that
@@ -355,7 +384,8 @@ def curve_connections(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
     if fits < sizes[-1] * 2 + 512:
         sizes = [n for n in sizes if n * 2 + 512 <= fits] or [100]
         print(f"open-files hard limit {fits}: connection sizes cut to {sizes}")
-    result: dict[str, dict[int, Point]] = {"twin": {}, "real": {}}
+    result: Curve = {"twin": {}, "real": {}}
+    suspended: Curve = {"twin": {}, "real": {}}
     for kind in ("twin", "real"):
         with scratch("connections", args) as base:
             write_topics(base, 0)
@@ -364,26 +394,34 @@ def curve_connections(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
                 probe = Client(target.broker)
                 probe.call(request)
                 clients: list[Client] = []
-                for n in [*sizes, sizes[-1] + 1]:
-                    if n > sizes[-1]:  # the parked point: the last size's connections carry P pulls
-                        group = f"scale_{kind}"
-                        for i in range(parked):
-                            clients[i % len(clients)].send(
-                                pull_request(group, TOPIC, i % QUEUES, 0, suspend_ms=60_000), 120
-                            )
-                        time.sleep(2)
-                        label = f"{parked} parked pulls on {len(clients)} connections"
-                    else:
-                        while len(clients) < n:
-                            clients.append(Client(target.broker))
-                            clients[-1].call(request)
-                        label = f"{n} connections"
-                    point = {
-                        "RSS MiB": rss_kib(target.pids()) / 1024,
+
+                def measure(probe: Client = probe, request: RemotingCommand = request) -> Point:
+                    return {
+                        **memory(target.pids()),
                         "request ms": median_ms(partial(probe.call, request), 200),
                     }
-                    result[kind][n] = point
-                    print(f"{label} {kind}: {fmt_point(point)}  ({load_note()})", flush=True)
+
+                for n in sizes:
+                    while len(clients) < n:
+                        clients.append(Client(target.broker))
+                        clients[-1].call(request)
+                    result[kind][n] = measure()
+                    print(
+                        f"{n} connections {kind}: {fmt_point(result[kind][n])}  ({load_note()})", flush=True
+                    )
+                suspended[kind][0] = result[kind][sizes[-1]]
+                group = f"scale_{kind}"
+                for i in range(parked):
+                    clients[i % len(clients)].send(
+                        pull_request(group, TOPIC, i % QUEUES, 0, suspend_ms=60_000), 120
+                    )
+                time.sleep(2)
+                suspended[kind][parked] = measure()
+                print(
+                    f"{parked} parked pulls on {len(clients)} connections {kind}: "
+                    f"{fmt_point(suspended[kind][parked])}  ({load_note()})",
+                    flush=True,
+                )
                 for c in clients:
                     c.close()
                 probe.close()
@@ -391,10 +429,13 @@ def curve_connections(args: argparse.Namespace) -> dict[str, dict[int, Point]]:
         per_conn = (
             (points[sizes[-1]]["RSS MiB"] - points[sizes[0]]["RSS MiB"]) * 1024 / (sizes[-1] - sizes[0])
         )
+        per_pull = (suspended[kind][parked]["RSS MiB"] - suspended[kind][0]["RSS MiB"]) * 1024 / parked
         print(
-            f"{kind}: {per_conn:.1f} KiB of RSS per client connection ({sizes[0]} -> {sizes[-1]})", flush=True
+            f"{kind}: {per_conn:.1f} KiB of RSS per client connection ({sizes[0]} -> {sizes[-1]}), "
+            f"{per_pull:.2f} KiB per parked pull",
+            flush=True,
         )
-    return result
+    return {"connections": result, "parked": suspended}
 
 
 def raise_open_files(wanted: int) -> int:
@@ -415,50 +456,59 @@ def fmt_point(point: Point) -> str:
 
 
 WHY_FASTER: dict[tuple[str, str], str] = {
-    ("topics", "ready s"): "REGISTER_BROKER carries the whole topic table and the twin builds a "
-    "TopicConfig per topic and its QueueData in Python at start; linear in N like Java's, with a "
-    "larger constant (explained, not fixed)",
-    ("topics", "RSS MiB"): "a Python TopicConfig, its queue data and their dict entries per topic "
-    "against Java's objects; linear in N (explained, not fixed)",
+    ("topics", "ready s"): "the twin builds a TopicConfig and the name server's QueueData per topic in "
+    "Python at start and sends the whole table in REGISTER_BROKER: linear in N like Java's, over a "
+    "base ten times smaller (an idle Python process against two JVMs), so the same kind of growth is "
+    "a larger multiple of it (explained, not fixed)",
+    ("topics", "RSS MiB"): "a Python TopicConfig and the name server's QueueData and their dict entries "
+    "per topic: linear in N, over a base ten times smaller than the JVMs' (explained, not fixed)",
+    ("topics", "anon MiB"): "the same objects as RSS MiB: every byte a topic costs is the process's own "
+    "(explained, not fixed)",
     ("connections", "RSS MiB"): "a Twisted transport and protocol, a RemotingConnection and its buffers "
-    "per connection, a request, a Deferred and a timer per parked pull (explained, not fixed)",
-    ("store", "ready s"): "recovery reads the last three commitlog files like Java's recoverNormally; "
-    "a growth here is the page cache (the files were just written), not the store",
+    "per connection (explained, not fixed)",
 }
-"""Why the twin's cost may grow faster than the real broker's on a curve, per (curve, figure): printed
-beside the figure when its twin/real ratio climbs with N."""
+"""Why the twin's cost grows faster than the real broker's on a curve, per (curve, figure), from the
+full run's measurements: printed beside the figure when its growth is faster."""
 
 GROWTH_MARGIN = 1.25
-"""The twin's growth (last point over first) must exceed real's by this factor to count as faster:
-single points on a shared machine move by that much."""
+"""A growth (last point over first) counts only above this factor, and the twin's must exceed real's
+by it to count as faster: single points on a shared machine move by that much."""
 
 
-def growth_verdicts(name: str, curve: dict[str, dict[int, Point]]) -> list[str]:
-    """Per figure: whether the twin's cost grows faster than real's from the first to the last point,
-    and what explains it (:data:`WHY_FASTER`)."""
+def growth_verdicts(name: str, curve: Curve) -> list[str]:
+    """Per figure: the twin's growth from the first to the last point beside real's, whether it is
+    faster, and what explains it (:data:`WHY_FASTER`). A growth is last over first; the increases
+    (last minus first) say whether a faster relative growth can ever reach real's figure."""
     xs = sorted(x for x in curve["twin"] if x in curve["real"])
     if len(xs) < 2:
         return [f"  {name}: fewer than two points measured on both sides, no growth to compare"]
     lines = []
-    for key in curve["twin"][xs[0]]:
-        t0, t1 = curve["twin"][xs[0]][key], curve["twin"][xs[-1]][key]
-        r0, r1 = curve["real"][xs[0]].get(key), curve["real"][xs[-1]].get(key)
-        if not (t0 and r0 and r1):
+    first, last = xs[0], xs[-1]
+    for key in curve["twin"][first]:
+        t0, t1 = curve["twin"][first][key], curve["twin"][last][key]
+        r0, r1 = curve["real"][first].get(key), curve["real"][last].get(key)
+        if not (t0 and t1 and r0 and r1):
             continue
         twin_growth, real_growth = t1 / t0, r1 / r0
-        faster = twin_growth > real_growth * GROWTH_MARGIN
-        verdict = (
-            f"grows faster than real: {WHY_FASTER.get((name, key), 'not explained yet: look into it')}"
-            if faster
-            else "grows no faster than real"
-        )
+        if twin_growth <= GROWTH_MARGIN:
+            verdict = "flat for the twin: grows no faster than real"
+        elif twin_growth <= real_growth * GROWTH_MARGIN:
+            verdict = "grows no faster than real"
+        else:
+            why = WHY_FASTER.get((name, key), "not explained yet: look into it")
+            verdict = f"grows faster than real: {why}"
+            side = "below" if t1 - t0 < r1 - r0 else "above"
+            verdict += (
+                f"; in absolute terms its increase is {side} real's (+{t1 - t0:.3g} against +{r1 - r0:.3g})"
+            )
         lines.append(
-            f"  {key}: twin x{twin_growth:.2f}, real x{real_growth:.2f} from {xs[0]} to {xs[-1]}: {verdict}"
+            f"  {key}: twin x{twin_growth:.2f} ({t0:.3g} -> {t1:.3g}), real x{real_growth:.2f} "
+            f"({r0:.3g} -> {r1:.3g}) from {first} to {last}, twin/real {t1 / r1:.2f}x at {last}: {verdict}"
         )
     return lines
 
 
-def print_table(name: str, curve: dict[str, dict[int, Point]]) -> None:
+def print_table(name: str, curve: Curve) -> None:
     print(f"\n{name}")
     xs = sorted(curve["twin"])
     keys = list(next(iter(curve["twin"].values())))
@@ -474,7 +524,15 @@ def print_table(name: str, curve: dict[str, dict[int, Point]]) -> None:
     print("\n".join(growth_verdicts(name, curve)))
 
 
-def plot(name: str, curve: dict[str, dict[int, Point]], xlabel: str, out: Path) -> Path | None:
+def short(x: int) -> str:
+    """An axis label: 200, 1k, 10k, 1.6M."""
+    for unit, size in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
+        if x >= size:
+            return f"{x / size:.3g}{unit}"
+    return str(x)
+
+
+def plot(name: str, curve: Curve, xlabel: str, out: Path) -> Path | None:
     try:
         import matplotlib
 
@@ -484,30 +542,54 @@ def plot(name: str, curve: dict[str, dict[int, Point]], xlabel: str, out: Path) 
         print("plots skipped: matplotlib is not installed (pip install -e '.[report]')")
         return None
     keys = list(next(iter(curve["twin"].values())))
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.4 * len(keys), 3.2), squeeze=False)
     for ax, key in zip(axes[0], keys, strict=True):
         for kind, style in (("twin", "o-"), ("real", "s--")):
             xs = sorted(curve[kind])
             ax.plot(xs, [curve[kind][x][key] for x in xs], style, label=f"{kind}")
         ax.set_xlabel(xlabel)
         ax.set_title(key)
-        ax.set_xscale("log")
+        ax.set_xscale("log" if min(curve["twin"]) > 0 else "linear")
+        ax.minorticks_off()
+        ax.set_xticks(sorted(curve["twin"]), [short(x) for x in sorted(curve["twin"])])
+        ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         ax.legend()
     fig.suptitle(f"{name}: twin beside real RocketMQ")
     fig.tight_layout()
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.png"
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=80)
     plt.close(fig)
     return path
 
 
-CURVES: dict[str, tuple[Callable[[argparse.Namespace], dict[str, dict[int, Point]]], str]] = {
-    "topics": (curve_topics, "topics (x 8 queues)"),
-    "store": (curve_store, "commitlog MiB"),
-    "backlog": (curve_backlog, "messages in the queue"),
-    "connections": (curve_connections, "client connections"),
+def save(name: str, curve: Curve, out: Path) -> None:
+    """The curve's figures as JSON beside its plot, so tables, verdicts and plots can be drawn again
+    (``--from-json``) without measuring again."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(curve, indent=1))
+
+
+def load(name: str, out: Path) -> Curve:
+    raw = json.loads((out / f"{name}.json").read_text())
+    return {kind: {int(x): point for x, point in points.items()} for kind, points in raw.items()}
+
+
+CURVES: dict[str, tuple[Callable[[argparse.Namespace], dict[str, Curve]], list[str]]] = {
+    "topics": (curve_topics, ["topics"]),
+    "store": (curve_store, ["store"]),
+    "backlog": (curve_backlog, ["backlog"]),
+    "connections": (curve_connections, ["connections", "parked"]),
+}
+"""Each run's function and the curves it draws."""
+
+XLABELS = {
+    "topics": "topics (x 8 queues)",
+    "store": "commitlog MiB",
+    "backlog": "messages in the queue",
+    "connections": "client connections",
+    "parked": "parked long-poll pulls",
 }
 
 
@@ -519,16 +601,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(CURVES), help="a comma-separated subset")
     parser.add_argument("--version", default="5", help="real RocketMQ line (default 5 = 5.5.0)")
     parser.add_argument("--dir", default=None, help="where stores are written (default: a temp dir)")
-    parser.add_argument("--out", default="build/bench-scale", help="where the PNG plots go")
+    parser.add_argument("--out", default="build/bench-scale", help="where the PNG plots and JSON go")
+    parser.add_argument(
+        "--from-json", action="store_true", help="measure nothing: draw tables and plots from --out's JSON"
+    )
     args = parser.parse_args(argv)
+    out = Path(args.out)
     print(f"start: {load_note()}", flush=True)
-    for name in args.only.split(","):
-        fn, xlabel = CURVES[name]
-        curve = fn(args)
-        print_table(name, curve)
-        path = plot(name, curve, xlabel, Path(args.out))
-        if path:
-            print(f"plot: {path}")
+    for run in args.only.split(","):
+        fn, names = CURVES[run]
+        began = time.monotonic()
+        curves = {name: load(name, out) for name in names} if args.from_json else fn(args)
+        for name, curve in curves.items():
+            if not args.from_json:
+                save(name, curve, out)
+            print_table(name, curve)
+            path = plot(name, curve, XLABELS[name], out)
+            if path:
+                print(f"plot: {path}")
+        if not args.from_json:
+            print(f"{run}: measured in {time.monotonic() - began:.0f} s", flush=True)
     print(f"end: {load_note()}")
     return 0
 

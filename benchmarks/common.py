@@ -29,14 +29,15 @@ def cpu_seconds(pids: Iterable[int]) -> float:
     return total
 
 
-def rss_kib(pids: Iterable[int]) -> int:
-    """Resident set size of the processes, summed (VmRSS from /proc)."""
+def rss_kib(pids: Iterable[int], field: str = "VmRSS") -> int:
+    """Resident set size of the processes, summed (``VmRSS`` from /proc; ``RssAnon`` leaves out pages
+    of mapped files, such as a commitlog, and counts only the process's own memory)."""
     total = 0
     for pid in pids:
         try:
             with open(f"/proc/{pid}/status", encoding="ascii") as fh:
                 for line in fh:
-                    if line.startswith("VmRSS:"):
+                    if line.startswith(f"{field}:"):
                         total += int(line.split()[1])
         except OSError:
             continue

@@ -155,8 +155,10 @@ def start_subprocess(
     broker_conf: dict[str, Any] | None = None,
     broker_name: str = "broker-a",
     serve_args: Sequence[str] = (),
+    start_timeout: float = START_TIMEOUT,
 ) -> RunningTwin:
-    """``rmqtwin serve [SERVE_ARGS]`` on free loopback ports; returns once it printed its ready line."""
+    """``rmqtwin serve [SERVE_ARGS]`` on free loopback ports; returns once it printed its ready line
+    (killed after ``start_timeout`` seconds without it)."""
     conf_path = os.path.join(store_dir, "broker.conf")
     os.makedirs(store_dir, exist_ok=True)
     _write_conf(conf_path, {"brokerName": broker_name, **(broker_conf or {})})
@@ -187,7 +189,7 @@ def start_subprocess(
     assert process.stdout is not None
     output: list[str] = []
     found: dict[str, str] = {}
-    timer = threading.Timer(START_TIMEOUT, process.kill)
+    timer = threading.Timer(start_timeout, process.kill)
     timer.start()
     try:
         for line in process.stdout:
