@@ -185,7 +185,9 @@ class BrokerController:
             stats=self.stats,
             now_ms=self.now_ms,
         )
-        self.offset_processor = OffsetProcessor(config=config, offsets=self.offsets, store=self.store)
+        self.offset_processor = OffsetProcessor(
+            config=config, offsets=self.offsets, store=self.store, groups=self.groups, topics=self.topics
+        )
         self.client_manage = ClientManageProcessor(
             config=config,
             clock=clock,

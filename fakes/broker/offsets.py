@@ -28,6 +28,8 @@ from rmqtwin.store_mirror.config import TOPIC_GROUP_SEPARATOR, ConsumerOffsetMan
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
+    from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
+    from rmqtwin.fakes.broker.topics import TopicTable
     from rmqtwin.fakes.config import BrokerConfig
     from rmqtwin.store_mirror.message_store import MessageStore
 
@@ -92,6 +94,9 @@ class OffsetProcessor:
     config: BrokerConfig
     offsets: ConsumerOffsetTable
     store: MessageStore
+    groups: SubscriptionGroupTable
+    """5.x refuses an offset for a group it does not have (UPDATE_CONSUMER_OFFSET)."""
+    topics: TopicTable
 
     def query_consumer_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, QueryConsumerOffsetRequestHeader)
@@ -114,6 +119,11 @@ class OffsetProcessor:
         header = decode_header(request, UpdateConsumerOffsetRequestHeader)
         offsets = self.offsets
         topic, group = header.topic, header.consumer_group
+        if self.config.five:  # 5.5.0's ConsumerManageProcessor; 4.9.7 stores whatever it is given
+            if group not in self.groups.table:
+                return response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {group} not exist!")
+            if self.topics.get(topic) is None:
+                return response(ResponseCode.TOPIC_NOT_EXIST, f"Topic {topic} not exist!")
         if offsets.reset_offsets and offsets.has_offset_reset(topic, group, header.queue_id):
             # 5.x: a server-side reset not yet pulled wins over the client's older offset.
             return response(remark="Offset has been previously reset", ext_fields=EmptyHeader())
