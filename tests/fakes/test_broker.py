@@ -637,8 +637,11 @@ def test_restart_reads_back_topics_offsets_and_groups_in_the_brokers_layout(tmp_
 def test_an_unreadable_config_file_falls_back_to_its_bak(tmp_path: Any) -> None:
     clock = Clock()
     broker = make_broker(tmp_path, clock)
+    p = peer(broker, clock)
+    send_v2(p, "TopicF", b"x")
+    heartbeat(p, "gf", "TopicF")  # 5.x commits offsets only for a group and topic it has
     offset = {"consumerGroup": "gf", "topic": "TopicF", "queueId": 0, "commitOffset": 3}
-    assert peer(broker, clock).call(RequestCode.UPDATE_CONSUMER_OFFSET, offset).code == ResponseCode.SUCCESS
+    assert p.call(RequestCode.UPDATE_CONSUMER_OFFSET, offset).code == ResponseCode.SUCCESS
     broker.persist_all()
     broker.offsets.commit_offset("gf", "TopicF", 0, 4)
     broker.shutdown()

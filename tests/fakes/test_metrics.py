@@ -15,7 +15,7 @@ from rmqtwin.codec.command import create_request
 from rmqtwin.codec.connection import RemotingConnection
 from rmqtwin.fakes.metrics import TwinMetrics
 from rmqtwin.fakes.server import RemotingServerFactory
-from tests.fakes.helpers import Peer, make_broker, send_v2
+from tests.fakes.helpers import Peer, heartbeat, make_broker, send_v2
 
 
 def test_twin_counts_requests_answers_offsets_and_lag(tmp_path: Any) -> None:
@@ -28,6 +28,7 @@ def test_twin_counts_requests_answers_offsets_and_lag(tmp_path: Any) -> None:
         peer = Peer(broker.dispatcher, clock, on_close=broker.channel_closed)
         for body in (b"a", b"b", b"c"):
             send_v2(peer, "Orders", body)
+        heartbeat(peer, "CG", "Orders")
         peer.call(
             RequestCode.UPDATE_CONSUMER_OFFSET,
             {"consumerGroup": "CG", "topic": "Orders", "queueId": 0, "commitOffset": 1},
