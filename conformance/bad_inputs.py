@@ -256,6 +256,19 @@ def _more_request_cases(topic: str, group: str, client: str) -> Iterator[Case]:
             client=client,
         ),
     )
+    for name, what, offset_group, offset_topic in (
+        ("group", "a group the broker does not have", "CG_never_created_bad_inputs", topic),
+        ("topic", "a topic the broker does not have", group, "NoSuchTopic_bad_inputs"),
+    ):
+        yield Case(
+            f"update-offset-unknown-{name}-c{client}",
+            f"UPDATE_CONSUMER_OFFSET for {what} (5.5.0 refuses, 4.9.7 stores it)",
+            _request(
+                RequestCode.UPDATE_CONSUMER_OFFSET,
+                {"consumerGroup": offset_group, "topic": offset_topic, "queueId": "0", "commitOffset": "1"},
+                client=client,
+            ),
+        )
     yield Case(
         f"heartbeat-garbage-c{client}",
         "HEART_BEAT with a body that is not JSON",
