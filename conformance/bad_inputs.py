@@ -257,7 +257,7 @@ def _more_request_cases(topic: str, group: str, client: str) -> Iterator[Case]:
         ),
     )
     for name, what, offset_group, offset_topic in (
-        ("group", "a group the broker does not have", "CG_never_created_bad_inputs", topic),
+        ("group", "a group the broker does not have", "CG_no_offsets_bad_inputs", topic),
         ("topic", "a topic the broker does not have", group, "NoSuchTopic_bad_inputs"),
     ):
         yield Case(
