@@ -72,7 +72,9 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
     try:
         raw = bytes.fromhex(msg_id)
     except ValueError:
-        raise MessageIdError(f"offset msgId is not hex: {msg_id!r}") from None
+        raw = b""
+    if len(raw) * 2 != len(msg_id):  # fromhex skips whitespace: 32 spaces would be no bytes at all
+        raise MessageIdError(f"offset msgId is not hex: {msg_id!r}")
     ip_len = 4 if len(raw) == 16 else 16
     port, offset = struct.unpack_from(">iq", raw, ip_len)
     if not 0 <= port <= 0xFFFF:  # InetSocketAddress refuses it: "port out of range"

@@ -249,6 +249,15 @@ def test_offset_msg_id_ipv4_example() -> None:
     assert decode_offset_msg_id(msg_id.lower()) == ("10.0.0.5", 10911, 0x1234)
 
 
+@pytest.mark.parametrize(
+    "msg_id", [" " * 32, "0A000005 0002A9F0000000000001234", "0A00000500002A9F00000000000012 4"]
+)
+def test_an_offset_msg_id_with_whitespace_is_not_hex(msg_id: str) -> None:
+    # bytes.fromhex skips whitespace: the fuzzer's 32 spaces decoded to no bytes at all.
+    with pytest.raises(MessageIdError):
+        decode_offset_msg_id(msg_id)
+
+
 def test_offset_msg_id_ipv6() -> None:
     msg_id = create_offset_msg_id(("fe80::1", 10911), 2**40)
     assert len(msg_id) == 56
