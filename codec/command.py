@@ -431,6 +431,21 @@ def _decoded(  # noqa: PLR0917 - both header decoders' hot path, positional on p
     )
 
 
+def _plain_ints(code: object, flag: object, opaque: object, version: object) -> bool:
+    """The header's four numbers are ints in Java's int range, as every Java client writes them
+    (anything else is converted the way fastjson converts it)."""
+    return (
+        type(code) is int
+        and type(flag) is int
+        and type(opaque) is int
+        and type(version) is int
+        and _INT32_MIN <= code <= _INT32_MAX
+        and _INT32_MIN <= flag <= _INT32_MAX
+        and _INT32_MIN <= opaque <= _INT32_MAX
+        and _INT32_MIN <= version <= _INT32_MAX
+    )
+
+
 def _checked_ints(header: dict[str, Any]) -> tuple[int, int, int, int]:
     """``code``, ``flag``, ``opaque`` and ``version`` converted the way fastjson converts them."""
     get = header.get
@@ -451,18 +466,7 @@ def _decode_json(header: Any, body: bytes | None) -> RemotingCommand:
     flag = get("flag", 0)
     opaque = get("opaque", 0)
     version = get("version", 0)
-    if (
-        type(code) is not int
-        or type(flag) is not int
-        or type(opaque) is not int
-        or type(version) is not int
-        or not (
-            _INT32_MIN <= code <= _INT32_MAX
-            and _INT32_MIN <= flag <= _INT32_MAX
-            and _INT32_MIN <= opaque <= _INT32_MAX
-            and _INT32_MIN <= version <= _INT32_MAX
-        )
-    ):
+    if not _plain_ints(code, flag, opaque, version):
         code, flag, opaque, version = _checked_ints(header)
     remark = get("remark")
     if remark is not None and type(remark) is not str:
@@ -677,16 +681,7 @@ def decode_command(frame: bytes | bytearray | memoryview) -> RemotingCommand:
         remark = header.get("remark")
         ext = header.get("extFields")
         if (
-            type(code) is not int
-            or type(flag) is not int
-            or type(opaque) is not int
-            or type(version) is not int
-            or not (
-                _INT32_MIN <= code <= _INT32_MAX
-                and _INT32_MIN <= flag <= _INT32_MAX
-                and _INT32_MIN <= opaque <= _INT32_MAX
-                and _INT32_MIN <= version <= _INT32_MAX
-            )
+            not _plain_ints(code, flag, opaque, version)
             or (remark is not None and type(remark) is not str)
             or (ext is not None and type(ext) is not dict)
         ):
@@ -696,18 +691,7 @@ def decode_command(frame: bytes | bytearray | memoryview) -> RemotingCommand:
                 "".join(ext.values())  # C-speed check that every value is a str: nothing else joins
             except TypeError:
                 return _decode_json(header, body)
-        return RemotingCommand(
-            (_RESPONSE_CODES if flag & RESPONSE_FLAG else _REQUEST_CODES).get(code, code),
-            language,
-            version,
-            opaque,
-            flag,
-            remark,
-            ext,
-            body,
-            _JSON,
-            None,  # keep the wire order of ext_fields
-        )
+        return _decoded(code, language, version, opaque, flag, remark, ext, body, _JSON)
     if serialize_type == 1:
         return _decode_binary(frame, header_length, body)
     raise FrameError(f"unknown serialize type {serialize_type}")

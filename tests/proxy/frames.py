@@ -6,6 +6,8 @@ import struct
 
 import orjson
 
+from rmqtwin.proxy.capture import Endpoint, Record, frame_record
+
 
 def json_frame(
     code: int,
@@ -46,6 +48,30 @@ def binary_frame(
     )
     header += struct.pack(">i", len(section)) + section
     return struct.pack(">II", 4 + len(header) + len(body), (1 << 24) | len(header)) + header + body
+
+
+def captured(
+    frame: bytes,
+    direction: int,
+    client: Endpoint,
+    server: Endpoint,
+    *,
+    mono_ns: int = 0,
+    wall_ns: int = 0,
+    conn_id: int = 1,
+    flags: int = 0,
+) -> Record:
+    """The REC_FRAME record of ``frame`` as the recorder writes it (header peeked, credentials masked)."""
+    return frame_record(
+        direction=direction,
+        mono_ns=mono_ns,
+        wall_ns=wall_ns,
+        conn_id=conn_id,
+        client=client,
+        server=server,
+        frame=frame,
+        flags=flags,
+    )
 
 
 # protocol.md §3.17 (standard JSON, quoted keys) and §3.18 (plain fastjson, unquoted keys), two brokers.

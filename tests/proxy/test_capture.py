@@ -24,22 +24,14 @@ from rmqtwin.proxy.capture import (
     segment_paths,
 )
 from rmqtwin.proxy.recorder import Recorder
-from tests.proxy.frames import binary_frame, json_frame
+from tests.proxy.frames import binary_frame, captured, json_frame
 
 CLIENT = Endpoint("127.0.0.1", 50123)
 SERVER = Endpoint("::1", 10911)
 
 
 def rec(frame: bytes, direction: int = DIR_TO_SERVER, conn: int = 1, t: int = 0) -> object:
-    return frame_record(
-        direction=direction,
-        mono_ns=t,
-        wall_ns=10**18 + t,
-        conn_id=conn,
-        client=CLIENT,
-        server=SERVER,
-        frame=frame,
-    )
+    return captured(frame, direction, CLIENT, SERVER, mono_ns=t, wall_ns=10**18 + t, conn_id=conn)
 
 
 def test_round_trip_keeps_every_field_and_the_exact_bytes(tmp_path: Path) -> None:

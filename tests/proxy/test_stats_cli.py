@@ -10,11 +10,10 @@ from rmqtwin.proxy.capture import (
     DIR_TO_SERVER,
     CaptureWriter,
     Endpoint,
-    frame_record,
     read_records,
 )
 from rmqtwin.proxy.stats import CaptureStats, format_stats, pair_exchanges, percentile
-from tests.proxy.frames import binary_frame, json_frame
+from tests.proxy.frames import binary_frame, captured, json_frame
 
 C = Endpoint("127.0.0.1", 50001)
 S = Endpoint("127.0.0.1", 10911)
@@ -23,11 +22,7 @@ S = Endpoint("127.0.0.1", 10911)
 def write(path: Path, script: list[tuple[int, int, int, bytes]]) -> None:
     with CaptureWriter(path) as w:
         for t, cid, direction, frame in script:
-            w.write(
-                frame_record(
-                    direction=direction, mono_ns=t, wall_ns=t, conn_id=cid, client=C, server=S, frame=frame
-                )
-            )
+            w.write(captured(frame, direction, C, S, mono_ns=t, wall_ns=t, conn_id=cid))
 
 
 MS = 1_000_000

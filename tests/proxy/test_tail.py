@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from rmqtwin.cli import main
-from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, CaptureWriter, Endpoint, frame_record
+from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, CaptureWriter, Endpoint
 from rmqtwin.proxy.tail import CaptureFollower, FrameFilter, tail
-from tests.proxy.frames import json_frame
+from tests.proxy.frames import captured, json_frame
 
 CLIENT, SERVER = Endpoint("127.0.0.1", 50000), Endpoint("127.0.0.1", 10911)
 PULL = json_frame(11, 1, ext={"consumerGroup": "CG", "topic": "Orders", "queueId": "0"})
@@ -25,17 +25,7 @@ STREAM = (
 
 
 def write(writer: CaptureWriter, direction: int, frame: bytes, conn_id: int = 1) -> None:
-    writer.write(
-        frame_record(
-            direction=direction,
-            mono_ns=1,
-            wall_ns=1,
-            conn_id=conn_id,
-            client=CLIENT,
-            server=SERVER,
-            frame=frame,
-        )
-    )
+    writer.write(captured(frame, direction, CLIENT, SERVER, mono_ns=1, wall_ns=1, conn_id=conn_id))
 
 
 def test_the_follower_reads_whole_records_as_they_come_and_moves_to_the_next_segment(tmp_path: Path) -> None:

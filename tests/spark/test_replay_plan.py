@@ -22,7 +22,6 @@ from rmqtwin.proxy.capture import (
     FLAG_RAW,
     CaptureWriter,
     Endpoint,
-    frame_record,
 )
 from rmqtwin.spark.replay.compare import compare_answers
 from rmqtwin.spark.replay.engine import RecordedOrder
@@ -30,7 +29,7 @@ from rmqtwin.spark.replay.job import partition_connections
 from rmqtwin.spark.replay.plan import Answer, ConnectionPlan, Step, load_plan
 from rmqtwin.spark.replay.target import TargetError, prepare_context
 from rmqtwin.spark.replay.translate import ConnectionTranslator, ReplayContext
-from tests.proxy.frames import json_frame
+from tests.proxy.frames import captured, json_frame
 
 CLIENT = Endpoint("127.0.0.1", 50000)
 BROKER = Endpoint("10.0.0.7", 10911)
@@ -40,18 +39,7 @@ def _write(path: Path, frames: list[tuple[int, int, bytes, int]]) -> None:
     """(direction, ms, frame, flags) records of connection 1."""
     with CaptureWriter(path) as writer:
         for direction, ms, frame, flags in frames:
-            writer.write(
-                frame_record(
-                    direction=direction,
-                    mono_ns=ms * 1_000_000,
-                    wall_ns=0,
-                    conn_id=1,
-                    client=CLIENT,
-                    server=BROKER,
-                    frame=frame,
-                    flags=flags,
-                )
-            )
+            writer.write(captured(frame, direction, CLIENT, BROKER, mono_ns=ms * 1_000_000, flags=flags))
 
 
 def test_raw_records_are_counted_broker_requests_keep_their_recorded_answers(tmp_path: Path) -> None:
