@@ -129,6 +129,8 @@ def send_v2(
     keys: str | None = None,
     queue_id: int = 0,
     props: dict[str, str] | None = None,
+    group: str = "pg",
+    sys_flag: int = 0,
 ) -> RemotingCommand:
     from rmqtwin.codec.codes import RequestCode
 
@@ -141,14 +143,14 @@ def send_v2(
     return peer.call(
         RequestCode.SEND_MESSAGE_V2,
         {
-            "a": "pg",
+            "a": group,
             "b": topic,
             "c": "TBW102",
             "d": 4,
             "e": queue_id,
             "f": 0,
             "g": int(peer.clock.seconds() * 1000),
-            "h": 0,
+            "h": sys_flag,
             "i": "\x02".join(f"{k}\x01{v}" for k, v in properties.items()),
             "j": 0,
             "k": False,

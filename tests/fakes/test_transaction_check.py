@@ -20,7 +20,7 @@ from rmqtwin.fakes.broker.transaction_check import (
     TransactionalMessageCheckService,
     encode_check_body,
 )
-from tests.fakes.helpers import Peer, clocked_broker, make_broker
+from tests.fakes.helpers import Peer, clocked_broker, make_broker, send_v2
 
 TOPIC = "TxTopic"
 GROUP = "tx_producer"
@@ -49,25 +49,7 @@ def send_half(
     p: Peer, body: bytes, uniq: str, *, group: str = GROUP, extra: dict[str, str] | None = None
 ) -> Any:
     props = {"TRAN_MSG": "true", "PGROUP": group, "UNIQ_KEY": uniq, "WAIT": "true", **(extra or {})}
-    answer = p.call(
-        RequestCode.SEND_MESSAGE_V2,
-        {
-            "a": group,
-            "b": TOPIC,
-            "c": "TBW102",
-            "d": 4,
-            "e": 1,
-            "f": 0,
-            "g": int(p.clock.seconds() * 1000),
-            "h": PREPARED,
-            "i": "\x02".join(f"{k}\x01{v}" for k, v in props.items()),
-            "j": 0,
-            "k": False,
-            "m": False,
-        },
-        body,
-        version=409,
-    )
+    answer = send_v2(p, TOPIC, body, queue_id=1, props=props, group=group, sys_flag=PREPARED)
     assert answer.code == ResponseCode.SUCCESS, answer.remark
     return answer
 
