@@ -27,7 +27,7 @@ from rmqtwin.codec.headers import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
     from_ext_fields,
-    send_v2_to_v1,
+    send_v2_as_v1,
 )
 from rmqtwin.codec.message import (
     MessageExt,
@@ -97,12 +97,11 @@ def _header(code: int, ext: dict[str, str], *, response: bool) -> CommandCustomH
     if cls is None:
         return None
     try:
-        header = from_ext_fields(cls, ext, strict=False)
+        if cls is SendMessageRequestHeaderV2:  # read straight into the V1 header it converts to
+            return send_v2_as_v1(ext, strict=False)
+        return from_ext_fields(cls, ext, strict=False)
     except (CodecError, ValueError):
         return None
-    if isinstance(header, SendMessageRequestHeaderV2):
-        return send_v2_to_v1(header)
-    return header
 
 
 _REQUEST_NAMES: dict[int, str] = {}

@@ -76,6 +76,8 @@ def answer_queue(request: RemotingCommand, topic: str, queue: int) -> tuple[str,
     transaction's half message is stored in the half topic's only queue, whatever queue it names."""
     if request.code in SEND_CODES:
         props = request.ext("i") if request.ext("i") is not None else request.ext("properties")
+        if props is None or MessageConst.PROPERTY_TRANSACTION_PREPARED not in props:
+            return topic, queue  # (the common case without parsing the properties)
         if string_to_properties(props).get(MessageConst.PROPERTY_TRANSACTION_PREPARED) == "true":
             return TRANS_HALF_TOPIC, 0
     return topic, queue

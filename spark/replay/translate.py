@@ -260,7 +260,10 @@ class ConnectionTranslator:
         an END_TRANSACTION may wait for (None for any other request)."""
         if cmd.code not in SEND_CODES:
             return None
-        props = string_to_properties(cmd.ext("i") if cmd.ext("i") is not None else cmd.ext("properties"))
+        text = cmd.ext("i") if cmd.ext("i") is not None else cmd.ext("properties")
+        if text is None or MessageConst.PROPERTY_TRANSACTION_PREPARED not in text:
+            return None  # not a half message (without parsing the properties)
+        props = string_to_properties(text)
         uniq = props.get(UNIQ_KEY)
         if uniq is None or props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED) != "true":
             return None
