@@ -24,7 +24,7 @@ from rmqtwin.codec.message import (
     string_to_properties,
 )
 from rmqtwin.fakes.broker.acl import ACCESS_KEY, sign_request
-from rmqtwin.spark.replay.plan import SEND_CODES, QueueKey
+from rmqtwin.spark.replay.plan import SEND_CODES, TRANS_HALF_TOPIC, QueueKey
 
 __all__ = ["ConnectionTranslator", "ReplayContext", "request_queue", "request_topic"]
 
@@ -89,8 +89,14 @@ class ReplayContext:
 
     def interleaved(self, queue: QueueKey) -> bool:
         """Whether sends of several replayed connections land in ``queue`` (recorded so, or ``--scale``
-        copies sharing topics): which send gets which offset is then the target's interleaving."""
-        return queue in self.shared_queues or (self.scale > 1 and not self.suffix_topics)
+        copies sharing topics), or the target writes to it on its own (the transaction half queue, where
+        its check service re-puts the half messages it checks, whenever its timer fires): which send
+        gets which offset is then the target's interleaving."""
+        return (
+            queue[1] == TRANS_HALF_TOPIC
+            or queue in self.shared_queues
+            or (self.scale > 1 and not self.suffix_topics)
+        )
 
     def suffix(self, copy: int) -> str:
         return f"-{self.run_id}" + (f"-{copy}" if copy else "")
