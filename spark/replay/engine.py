@@ -689,15 +689,15 @@ def replay_connections(
     orders: dict[int, RecordedOrder] = defaultdict(RecordedOrder)  # one per --scale copy
     checks: dict[int, CheckBacks] = defaultdict(CheckBacks)
     conns = [_Replayed(plan, ctx, only, orders[plan.copy], checks[plan.copy]) for plan in plans]
+    # What exists before the connections open (the plan's steps and frames, the worker's modules: 117k
+    # objects for a 12k-request capture) is kept out of the collector while the loop runs: a full
+    # collection over it took 170-480 ms on the loaded machine, and every request due meanwhile went that
+    # late (a --speed 1 replay's two tasks stalled 95 and 231 ms, 3 s into the schedule).
+    gc.collect()
+    gc.freeze()
     sel = selectors.DefaultSelector()
     for conn in conns:
         _connect(conn, sel)
-    # What exists now (the plan's steps and frames, the worker's modules: 117k objects for a 12k-request
-    # capture) is kept out of the collector while the loop runs: a full collection over it took 170-480
-    # ms on the loaded machine, and every request due meanwhile went that late (a --speed 1 replay's two
-    # tasks stalled 95 and 231 ms, 3 s into the schedule).
-    gc.collect()
-    gc.freeze()
     try:
         agreed = None if start_at is None else start_at()
         now = time.monotonic_ns()
