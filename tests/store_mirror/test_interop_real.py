@@ -30,6 +30,7 @@ from rmqtwin.codec.message import create_offset_msg_id, decode_message_record, i
 from rmqtwin.store_mirror.config import ConsumerOffsetManager, TopicConfig, TopicConfigManager
 from rmqtwin.store_mirror.message_store import DefaultMessageStore, GetMessageStatus, MessageStoreConfig
 from rmqtwin.store_mirror.record import MessageExtBrokerInner
+from tests.fakes.helpers import wait_until
 
 pytestmark = [pytest.mark.java, pytest.mark.real]
 
@@ -117,6 +118,15 @@ def write_rmqtwin_store(root: Path) -> list[dict[str, Any]]:
     return written
 
 
+def _persisted_offsets(
+    store: Path, group: str, wanted: dict[tuple[str, int], int]
+) -> dict[tuple[str, int], int]:
+    offsets = ConsumerOffsetManager(str(store))
+    if not offsets.load():  # being rewritten just now
+        return {}
+    return {(topic, q): offsets.query_offset(group, topic, q) for topic, q in wanted}
+
+
 def run_round_trip(version: str, root: Path) -> dict[str, Any]:
     """rmqtwin store -> real broker (consume, query, produce) -> copy of the broker's store."""
     from rmqtwin.codec.codes import RequestCode
@@ -156,6 +166,16 @@ def run_round_trip(version: str, root: Path) -> dict[str, Any]:
             )
             .check()
             .received
+        )
+        # The consumer's last offsets reach consumerOffset.json only with the broker's periodic flush (every
+        # 5 s) or its shutdown hook, which under Java 17 may die first (see below): wait for the file itself.
+        consumed: dict[tuple[str, int], int] = {}
+        for w in written:
+            key = (w["topic"], w["queueId"])
+            consumed[key] = max(consumed.get(key, 0), w["queueOffset"] + 1)
+        wait_until(
+            lambda: _persisted_offsets(root / "broker", "fresh_group", consumed) == consumed,
+            "fresh_group's consumed offsets in the real broker's consumerOffset.json",
         )
         remote["committed"] = {
             q: remoting_call(
