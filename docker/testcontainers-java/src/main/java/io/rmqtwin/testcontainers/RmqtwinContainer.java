@@ -22,7 +22,8 @@ import org.testcontainers.utility.DockerImageName;
  * <p>A client dials the broker address the name server hands out, so the broker's port is a free
  * port published 1:1 on the host's loopback and advertised as {@code 127.0.0.1}; the name server's
  * port is published on the loopback too. Started means the image's probe got a route for TBW102
- * from the name server (a broker has registered), checked every 250 ms, not that a port is open.
+ * from the name server (a broker has registered), checked every second (faster probes compete with the
+ * starting twin for the cores), not that a port is open.
  */
 public class RmqtwinContainer extends GenericContainer<RmqtwinContainer> {
     public static final String DEFAULT_IMAGE = "rmqtwin:local";
@@ -56,7 +57,7 @@ public class RmqtwinContainer extends GenericContainer<RmqtwinContainer> {
                 new PortBinding(Ports.Binding.bindIpAndPort(LOOPBACK, brokerPort), ExposedPort.tcp(brokerPort))));
             cmd.withHealthcheck(new HealthCheck()
                 .withTest(List.of("CMD", "python3", "-m", "rmqtwin.probe", LOOPBACK + ":" + NAMESRV_PORT))
-                .withInterval(TimeUnit.MILLISECONDS.toNanos(250))
+                .withInterval(TimeUnit.SECONDS.toNanos(1))
                 .withTimeout(TimeUnit.SECONDS.toNanos(3))
                 .withStartPeriod(TimeUnit.SECONDS.toNanos(60))
                 .withRetries(240));

@@ -36,6 +36,8 @@ class RmqtwinContainerTest {
         // The first send also looks the route up with a cold client: on a loaded test machine that
         // alone can pass the default 3 s send timeout.
         producer.setSendMsgTimeout(15_000);
+        // Its route look-up has a timeout of its own (mqClientApiTimeout, 3 s): a CI run saw it pass.
+        producer.setMqClientApiTimeout(15_000);
         producer.start();
         Set<String> sent = new HashSet<>();
         try {
@@ -53,6 +55,7 @@ class RmqtwinContainerTest {
         CountDownLatch all = new CountDownLatch(sent.size());
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer("billing");
         consumer.setNamesrvAddr(TWIN.getNamesrvAddress());
+        consumer.setMqClientApiTimeout(15_000);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.subscribe(topic, "TagA");
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
