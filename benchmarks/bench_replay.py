@@ -19,6 +19,7 @@ printed beside each figure.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import select
 import socket
@@ -183,6 +184,71 @@ def lateness(capture: Path, namesrv: str, out: Path) -> tuple[float, Lateness]:
     return len(issued) / span, late
 
 
+def engine_lateness(capture: Path, namesrv: str) -> tuple[float, Lateness, str]:
+    """(requests/s scheduled, lateness, what the loop spent) of a ``--speed 1`` replay by the engine in
+    this process, without Spark: one loop replays every connection (a Spark task's loop replays its
+    share), the collector's passes during the replay timed."""
+    import pandas as pd
+
+    from rmqtwin.spark.replay.engine import replay_connections, result_rows
+    from rmqtwin.spark.replay.plan import load_plan
+    from rmqtwin.spark.replay.report import lateness as lateness_of
+    from rmqtwin.spark.replay.target import prepare_context
+    from rmqtwin.spark.replay.translate import ReplayContext
+
+    plan = load_plan(capture)
+    ctx = ReplayContext(namesrv=namesrv, brokers={}, run_id="engine", speed=1.0)
+    prepare_context(plan, ctx, {})
+    collections: list[int] = []
+    began: list[int] = []
+
+    def timed(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            began.append(time.perf_counter_ns())
+        elif began:
+            collections.append(time.perf_counter_ns() - began.pop())
+
+    with open("/proc/thread-self/schedstat", "rb") as stat:
+        waited = int(stat.read().split()[1])
+    cpu = time.thread_time_ns()
+    gc.callbacks.append(timed)
+    try:
+        results, _, _ = replay_connections(plan.connections, ctx)
+    finally:
+        gc.callbacks.remove(timed)
+    cpu = time.thread_time_ns() - cpu
+    with open("/proc/thread-self/schedstat", "rb") as stat:
+        waited = int(stat.read().split()[1]) - waited
+    rows = pd.DataFrame(result_rows(results))
+    issued = rows.dropna(subset=["scheduled_ms"])
+    span = (issued["scheduled_ms"].max() - issued["scheduled_ms"].min()) / 1000 or 1.0
+    late = lateness_of(rows)
+    assert late is not None
+    spent = (
+        f"the loop's CPU {cpu / 1e6 / len(rows) * 1000:.0f} µs a request ({cpu / 1e9:.2f} s), "
+        f"waited {waited / 1e9:.2f} s for a core; {len(collections)} collections, "
+        f"{sum(collections) / 1e6:.1f} ms, the longest {max(collections, default=0) / 1e6:.2f} ms"
+    )
+    return len(issued) / span, late, spent
+
+
+def lateness_line(where: str, rps: float, late: Lateness) -> str:
+    tail = ""
+    if late.tail is not None:
+        busy, no_core, asleep = late.tail
+        tail = (
+            f"; its latest 1% (mean): busy {busy:.2f} ms, waiting for a core {no_core:.2f} ms, "
+            f"asleep {asleep:.2f} ms"
+        )
+    return (
+        f"lateness at --speed 1 {where}: {rps:,.0f} requests/s scheduled, "
+        f"the replayer's own p50 {late.replayer[0]:.2f} ms, p99 {late.replayer[1]:.2f} ms "
+        f"(aim: p99 <= 5 ms){tail}; issued - scheduled p50 {late.total[0]:.2f} ms, "
+        f"p99 {late.total[1]:.2f} ms; held back by the target p50 {late.target[0]:.2f} ms, "
+        f"p99 {late.target[1]:.2f} ms; {load()}"
+    )
+
+
 def java_rate(namesrv: str, client: JavaClient, seconds: float, body: int) -> float:
     result = client.benchmark_producer(
         namesrv,
@@ -219,6 +285,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-max", action="store_true", help="only the --speed 1 lateness run")
     parser.add_argument(
+        "--engine",
+        action="store_true",
+        help="after the --speed 1 replay on local[2], the same by the replay engine in this process "
+        "without Spark (one loop for every connection), with its CPU time and collections",
+    )
+    parser.add_argument(
         "--capture", type=Path, help="replay this capture of the bench topic, recorded before"
     )
     args = parser.parse_args(argv)
@@ -232,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     masters = [m for m in args.masters.split(",") if m]
     paced = work / "paced.rmqcap"
-    if "twin" in args.targets and "local" in masters:
+    if "twin" in args.targets and ("local" in masters or args.engine):
         record(paced, int(args.paced_rate * args.paced_seconds), b"x" * args.body, rate=args.paced_rate)
     cluster: StandaloneCluster | None = None
     if "standalone" in masters:
@@ -271,14 +343,11 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 if name == "twin" and "local" in masters:
                     rps, late = lateness(paced, namesrv, work / "out-lateness")
-                    print(
-                        f"lateness at --speed 1 on {name}, local[2]: {rps:,.0f} requests/s scheduled, "
-                        f"the replayer's own p50 {late.replayer[0]:.2f} ms, p99 {late.replayer[1]:.2f} ms "
-                        f"(aim: p99 <= 5 ms); issued - scheduled p50 {late.total[0]:.2f} ms, "
-                        f"p99 {late.total[1]:.2f} ms; held back by the target p50 {late.target[0]:.2f} ms, "
-                        f"p99 {late.target[1]:.2f} ms; {load()}",
-                        flush=True,
-                    )
+                    print(lateness_line(f"on {name}, local[2]", rps, late), flush=True)
+                if name == "twin" and args.engine:
+                    rps, late, spent = engine_lateness(paced, namesrv)
+                    print(lateness_line(f"on {name}, the engine alone", rps, late), flush=True)
+                    print(f"  engine alone: {spent}", flush=True)
                 replays: list[tuple[str, float, int, float]] = []
                 if args.no_max:
                     continue

@@ -15,9 +15,12 @@ import contextlib
 import errno
 import gc
 import heapq
+import os
+import select
 import selectors
 import socket
 import time
+from bisect import bisect_right
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
@@ -80,9 +83,57 @@ class RequestResult:
     written_ms: float | None = None
     """When its last byte went into the socket, ms after the replay's start (later than ``actual_ms``
     while the target does not read)."""
+    cpu_ms: float | None = None
+    """The replay loop's CPU time from its last step before the request was due until it was issued:
+    the replayer busy (:class:`LoopClock`)."""
+    runq_ms: float | None = None
+    """The time the loop waited for a core then, runnable but not running (None where the kernel does
+    not tell): the machine busy, not the replayer."""
     verdict: str = "not-replayed"
     detail: str = ""
     normalisers: str = ""
+
+
+class LoopClock:
+    """The replay loop thread's CPU time and the time it waited, runnable, for a core (the kernel's
+    ``run_delay``, ``/proc/thread-self/schedstat``), noted at each step of the loop: a late request's
+    lateness is then told apart as the replayer busy, no core free for it, or neither (the loop asleep
+    past the request's time). A ``pread`` and a clock read a step, about 5 µs."""
+
+    _KEEP = 4096
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+        with contextlib.suppress(OSError):
+            self._fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+        self.walls: list[int] = []
+        self.cpus: list[int] = []
+        self.waits: list[int] = []
+
+    def note(self, now: int) -> None:
+        """A step of the loop at ``now`` (monotonic ns)."""
+        # (schedstat's own CPU figure is as of the thread's last tick, milliseconds stale; its wait is
+        # current: the thread reading it is running, so its last wait has ended)
+        self.cpus.append(time.thread_time_ns())
+        if self._fd is not None:
+            self.waits.append(int(os.pread(self._fd, 64, 0).split(maxsplit=2)[1]))
+        self.walls.append(now)
+        if len(self.walls) > self._KEEP:
+            half = self._KEEP // 2
+            del self.walls[:half], self.cpus[:half], self.waits[:half]
+
+    def spent(self, due: int) -> tuple[float, float | None]:
+        """(CPU ms, ms waiting for a core) from the last step at or before ``due`` to the last step."""
+        if not self.walls:
+            return 0.0, None
+        i = max(0, bisect_right(self.walls, due) - 1)
+        cpu = (self.cpus[-1] - self.cpus[i]) / 1e6
+        return cpu, (self.waits[-1] - self.waits[i]) / 1e6 if self.waits else None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 @dataclass(slots=True)
@@ -301,6 +352,7 @@ class _Replayed:
         """The selector events registered for the socket."""
         self.sock: socket.socket | None = None
         self.sel: selectors.BaseSelector | None = None
+        self.clock: LoopClock | None = None
 
     def target(self) -> str:
         if self.plan.kind == "namesrv":
@@ -364,6 +416,8 @@ class _Replayed:
             if due is not None:
                 result.scheduled_ms = due / 1e6
                 result.held_ms = self._held(start + due, now) / 1e6
+                if self.clock is not None:
+                    result.cpu_ms, result.runq_ms = self.clock.spent(start + due)
             if not selected(self.only, cmd):
                 result.verdict, result.detail = "skipped", "not selected by --only"
                 self.results.append(result)
@@ -689,14 +743,21 @@ def replay_connections(
     orders: dict[int, RecordedOrder] = defaultdict(RecordedOrder)  # one per --scale copy
     checks: dict[int, CheckBacks] = defaultdict(CheckBacks)
     conns = [_Replayed(plan, ctx, only, orders[plan.copy], checks[plan.copy]) for plan in plans]
-    # What exists before the connections open (the plan's steps and frames, the worker's modules: 117k
-    # objects for a 12k-request capture) is kept out of the collector while the loop runs: a full
-    # collection over it took 170-480 ms on the loaded machine, and every request due meanwhile went that
-    # late (a --speed 1 replay's two tasks stalled 95 and 231 ms, 3 s into the schedule).
+    # The collector is off while the loop runs. A full collection over what exists before (the plan's
+    # steps and frames, the worker's modules: 117k objects for a 12k-request capture) took 170-480 ms
+    # on the loaded machine, and every request due meanwhile went that late; with those frozen out of
+    # it, the collections during a 6,000-request replay still took up to 2.9 (young), 8 (middle) and
+    # 77-103 ms (full) of CPU, over what the replay keeps (its rows) and finding nothing: the loop makes
+    # no reference cycles (test_the_replay_loop_leaves_nothing_for_the_collector), so what it drops is
+    # freed as it goes. The collector runs again afterwards.
     gc.collect()
     gc.freeze()
+    collecting = gc.isenabled()
+    gc.disable()
     sel = selectors.DefaultSelector()
+    clock = None if ctx.speed is None else LoopClock()  # (at max speed nothing is late)
     for conn in conns:
+        conn.clock = clock
         _connect(conn, sel)
     try:
         agreed = None if start_at is None else start_at()
@@ -707,11 +768,15 @@ def replay_connections(
         deadline_ns: int | None = None
         if ctx.duration_s is not None:
             deadline_ns = start + int((ctx.duration_s + ctx.answer_timeout_s + _GRACE_S) * 1e9)
-        _loop(conns, sel, start, deadline_ns, ctx)
+        _loop(conns, sel, start, deadline_ns, ctx, clock=clock)
         for conn in conns:
             conn.compare_pending()
     finally:
+        if collecting:
+            gc.enable()
         gc.unfreeze()
+        if clock is not None:
+            clock.close()
         for conn in conns:
             if conn.sock is not None:
                 sel.unregister(conn.sock)
@@ -752,9 +817,13 @@ def _loop(
     start: int,
     deadline_ns: int | None,
     ctx: ReplayContext,
+    *,
+    clock: LoopClock | None,
 ) -> None:
     while True:
         now = time.monotonic_ns()
+        if clock is not None:
+            clock.note(now)
         active = [c for c in conns if not c.done()]
         if not active:
             return
@@ -786,10 +855,23 @@ def _loop(
         timeout = None if wake is None else max(0.0, (wake - time.monotonic_ns()) / 1e9)
         if backlog:
             timeout = 0.0
-        for key, mask in sel.select(timeout if timeout is not None else 1.0):
+        ready = _wait(sel, timeout if timeout is not None else 1.0)
+        if clock is not None:
+            clock.note(time.monotonic_ns())
+        for key, mask in ready:
             conn = key.data
             assert isinstance(conn, _Replayed) and conn.sock is not None
             _io(conn, mask)
+
+
+def _wait(sel: selectors.BaseSelector, timeout: float) -> list[tuple[selectors.SelectorKey, int]]:
+    """The selector's events within ``timeout`` s, waking on time to the microsecond: epoll waits whole
+    milliseconds, rounded up (a request due in 0.1 ms went out 1 ms later), so the loop waits on the
+    epoll descriptor itself with :func:`select.select`, whose timeout is in microseconds."""
+    if timeout > 0 and isinstance(sel, selectors.EpollSelector) and sel.fileno() < 1024:  # FD_SETSIZE
+        select.select([sel.fileno()], [], [], timeout)
+        timeout = 0
+    return sel.select(timeout)
 
 
 def _compare_in_slack(conns: list[_Replayed], wake: int | None) -> bool:

@@ -245,6 +245,8 @@ def request_schema() -> pa.Schema:
         "actual_ms": real,
         "held_ms": real,
         "written_ms": real,
+        "cpu_ms": real,
+        "runq_ms": real,
         "verdict": text,
         "detail": text,
         "normalisers": text,

@@ -49,6 +49,10 @@ class Lateness:
     """How long the target held requests back: before they were issued, and then in the output until
     their last byte went into the socket."""
     requests: int
+    tail: tuple[float, float, float] | None = None
+    """Of the replayer's own lateness of its latest 1% (the requests it made the latest), the mean ms
+    the replay loop was busy (its CPU time), waited for a core (runnable, not running: the machine
+    busy), and neither (asleep past the request's time); None for rows that do not tell."""
 
 
 def lateness(rows: pd.DataFrame) -> Lateness | None:
@@ -65,7 +69,13 @@ def lateness(rows: pd.DataFrame) -> Lateness | None:
     def p(values: pd.Series) -> tuple[float, float]:
         return float(values.quantile(0.5)), float(values.quantile(0.99))
 
-    return Lateness(p(total), p(own), p(by_target), len(timed))
+    tail = None
+    if "cpu_ms" in timed and timed["cpu_ms"].notna().any():
+        mine = own.nlargest(max(1, len(own) // 100))
+        waited = timed["runq_ms"][mine.index].fillna(0.0).clip(lower=0).clip(upper=mine)
+        busy = timed["cpu_ms"][mine.index].fillna(0.0).clip(lower=0).clip(upper=mine - waited)
+        tail = (float(busy.mean()), float(waited.mean()), float((mine - waited - busy).mean()))
+    return Lateness(p(total), p(own), p(by_target), len(timed), tail)
 
 
 def _rate_plot(rows: pd.DataFrame) -> str:
@@ -124,11 +134,19 @@ def _lateness_facts(late: Lateness | None) -> list[list[object]]:
     def ms(pair: tuple[float, float]) -> str:
         return f"{pair[0]:.2f} ms / {pair[1]:.2f} ms"
 
-    return [
+    facts: list[list[object]] = [
         ["lateness p50 / p99 (issued - scheduled)", ms(late.total)],
         ["of which the replayer's own, p50 / p99", ms(late.replayer)],
         ["held back by the target, p50 / p99 (not reading, or an awaited answer)", ms(late.target)],
     ]
+    if late.tail is not None:
+        facts.append(
+            [
+                "the replayer's own lateness of its latest 1%, mean: busy / waiting for a core / asleep",
+                " / ".join(f"{v:.2f} ms" for v in late.tail),
+            ]
+        )
+    return facts
 
 
 def _table(headers: list[str], rows: Sequence[Sequence[object]]) -> str:

@@ -206,6 +206,9 @@ def test_lateness_the_target_causes_is_told_from_the_replayers_own(tmp_path: Pat
         assert r.scheduled_ms is not None and r.actual_ms is not None and r.held_ms is not None
         assert r.written_ms is not None and r.written_ms >= r.actual_ms
         assert r.held_ms <= r.actual_ms - r.scheduled_ms + 1e-6  # part of its lateness, never more
+        # what the loop did meanwhile: its CPU time, and (Linux) how long it waited for a core
+        assert r.cpu_ms is not None and r.cpu_ms >= 0
+        assert r.runq_ms is not None and r.runq_ms >= 0
     late = [
         r
         for r in results
@@ -286,3 +289,56 @@ def test_a_pull_that_raced_the_sends_gets_what_it_got_when_recorded(
     # the second pull of queue 1 found the second message there too: the queue held more, as named
     normalised = {(r.conn_id, r.seq): r.normalisers for r in results}
     assert "maxOffset" in normalised[(2, 1)]
+
+
+def test_the_replay_loop_leaves_nothing_for_the_collector(
+    recorded: Path, rocketmq_factory: RocketMQFactory
+) -> None:
+    """The loop runs with the collector off (its passes stalled the schedule by up to 100 ms): that
+    holds memory only if what the loop drops is freed by reference counting, i.e. it makes no cycles.
+    Every collection from before the replay to a full one after it finds nothing unreachable."""
+    import gc
+
+    target = rocketmq_factory()
+    traffic.create_topic(target, prefill=0)
+    plan = load_plan(recorded)
+    ctx = ReplayContext(namesrv=target.namesrv_addr, brokers={}, speed=4.0)
+    prepare_context(plan, ctx, {})
+    found: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            found.append(info["collected"] + info["uncollectable"])
+
+    gc.collect()
+    gc.callbacks.append(count)
+    try:
+        assert gc.isenabled()
+        results, _, _ = replay_connections(plan.connections, ctx)
+        assert gc.isenabled()  # on again
+        del results
+        gc.collect()
+    finally:
+        gc.callbacks.remove(count)
+    assert found and sum(found) == 0
+
+
+def test_the_replayers_own_late_tail_is_split_into_busy_no_core_and_asleep() -> None:
+    """The report's split of the replayer's latest 1%: its CPU time (busy), its wait for a core (the
+    machine busy), the rest (asleep past the request's time), each at most the request's own lateness."""
+    import pandas as pd
+
+    from rmqtwin.spark.replay.report import lateness
+
+    def rows(cpu: float, runq: float) -> pd.DataFrame:
+        on_time = {"scheduled_ms": 1.0, "actual_ms": 1.0, "held_ms": 0.0, "written_ms": 1.0}
+        late = {"scheduled_ms": 1.0, "actual_ms": 13.0, "held_ms": 2.0, "written_ms": 13.0}
+        table = [{**on_time, "cpu_ms": 0.01, "runq_ms": 0.0}] * 99
+        return pd.DataFrame([*table, {**late, "cpu_ms": cpu, "runq_ms": runq}])
+
+    late = lateness(rows(cpu=3.0, runq=5.0))  # 10 ms its own (12 late, 2 held by the target)
+    assert late is not None and late.tail == pytest.approx((3.0, 5.0, 2.0))
+    late = lateness(rows(cpu=4.0, runq=15.0))  # the loop's step began before the request was due
+    assert late is not None and late.tail == pytest.approx((0.0, 10.0, 0.0))
+    old = rows(cpu=0.0, runq=0.0).drop(columns=["cpu_ms", "runq_ms"])  # rows written before the split
+    assert lateness(old) is not None and lateness(old).tail is None  # type: ignore[union-attr]
