@@ -6,13 +6,16 @@ and the capture writer's own ceiling (records packed and written as fast as one 
 
     .venv/bin/python benchmarks/bench_proxy.py [--version 4.9|5] [--threads 16] [--body 1024]
         [--seconds 20] [--rounds 2] [--profile DIR] [--json FILE] [--rules-in-process]
+        [--metrics-in-process] [--metrics-rounds N]
 
 Rounds alternate direct and proxied runs so that a noisy neighbour hurts both alike.
 Targets (issue 17): proxied TPS >= 0.95x direct, p50 added <= 0.1 ms, proxy CPU <= 15 µs per message.
 Issue 16, against the forward-only proxy of the same round: with --metrics-port (scraped each round)
 TPS >= 0.97x; with fault rules that never match (5 on requests, 5 on responses, as a test leaves
 them for other topics) rule matching <= 2 µs per frame, both as the proxy's CPU per frame in the run and
-in process (the session with and without the rules, frames fed in memory).
+in process (the session with and without the rules, frames fed in memory). ``--metrics-rounds N``
+runs only the forward-only and the metrics proxies, alternated for N rounds; ``--metrics-in-process``
+only the metrics hook's cost in process (the session with and without it, process CPU per message).
 """
 
 from __future__ import annotations
@@ -129,6 +132,72 @@ def rule_matching_ns(seconds: float = 12.0, body: int = 1024) -> tuple[float, fl
     return min(none), min(with_rules) - min(none)
 
 
+def metrics_cost_ns(rounds: int = 15, body: int = 1024) -> tuple[float, float]:
+    """(ns per message through the forward-only session, ns per message added by the metrics hook):
+    1,000 sends and their answers, encoded once, fed to a session as the forward-only proxy's broker
+    connection has it (the answers held for rewriting, here a rewrite that changes nothing) with and
+    without the metrics hook. Process CPU, the two alternated, the median of the rounds' differences."""
+    from rmqtwin.codec.codes import RequestCode
+    from rmqtwin.codec.command import create_request, create_response, encode_command
+    from rmqtwin.proxy.metrics import MetricsHook, ProxyMetrics
+    from rmqtwin.proxy.session import Hook, ProxySession, RewriteHook
+
+    ext = {
+        "a": "bench_group", "b": "BenchTopic", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+        "g": "1700000000000", "h": "0", "i": "UNIQ_KEY\x01ABCDEF\x02WAIT\x01true\x02", "j": "0",
+        "k": "false", "m": "false",
+    }  # fmt: skip
+    pairs = []
+    for opaque in range(1000):
+        request = create_request(RequestCode.SEND_MESSAGE_V2, ext, b"x" * body, opaque=opaque)
+        fields = {"msgId": "0A000001" + "0" * 24, "queueId": "1", "queueOffset": str(opaque)}
+        pairs.append(
+            (encode_command(request), encode_command(create_response(request, 0, ext_fields=fields)))
+        )
+    metrics = ProxyMetrics(list, lambda: 0, lambda: None)
+
+    def per_message(metered: bool) -> float:
+        hooks: list[Hook] = [RewriteHook(lambda frame: None)]
+        if metered:
+            hooks.append(MetricsHook(metrics))
+        session = ProxySession(hooks)
+        cpu = time.process_time_ns()
+        for _ in range(3):
+            for request, answer in pairs:
+                session.from_client(request)
+                session.from_upstream(answer)
+        return (time.process_time_ns() - cpu) / (3 * len(pairs))
+
+    bare, added = [], []
+    for i in range(rounds):
+        # alternated (the order too): a neighbour's burst hurts both of a pair alike
+        if i % 2:
+            plain = per_message(False)
+            metered = per_message(True)
+        else:
+            metered = per_message(True)
+            plain = per_message(False)
+        bare.append(plain)
+        added.append(metered - plain)
+    return statistics.median(bare), statistics.median(added)
+
+
+def metrics_line(forward_us: float | None = None) -> str:
+    """The in-process metrics line, with the share of the forward-only proxy's CPU per message when
+    the run measured it."""
+    bare_ns, added_ns = metrics_cost_ns()
+    share = (
+        f" = {added_ns / 1000 / forward_us:.1%} of the forward-only proxy's {forward_us:.0f} us"
+        if forward_us
+        else ""
+    )
+    return (
+        f"metrics in process (load {os.getloadavg()[0]:.1f}): {added_ns / 1000:+.2f} us per message "
+        f"(request + answer; {added_ns / 2000:+.2f} us per frame){share}; the forward-only session "
+        f"alone {bare_ns / 1000:.2f} us per message"
+    )
+
+
 def scrape(url: str) -> int:
     """One Prometheus scrape (what a 15 s scrape interval costs the proxy); the bytes it returned."""
     import urllib.request
@@ -153,6 +222,67 @@ def bench(client: Any, namesrv: str, args: argparse.Namespace, topic: str) -> di
     return summary
 
 
+def metrics_rounds(args: argparse.Namespace) -> int:
+    """Issue 16's proxy metrics cost alone: the forward-only proxy and the same proxy with
+    --metrics-port (scraped after each of its runs), alternated for N rounds in front of one real
+    RocketMQ, paired by round; then the in-process line."""
+    from rmqtwin.conformance.java_client import JavaClient
+    from rmqtwin.conformance.launcher import RealRocketMQ
+    from rmqtwin.proxy.process import start_proxy
+
+    client = JavaClient(args.version)
+    names = ("forward-only", "metrics")
+    tps: dict[str, list[float]] = {name: [] for name in names}
+    cpu_us: dict[str, list[float]] = {name: [] for name in names}
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp, RealRocketMQ(args.version) as rmq:
+        plain = start_proxy(rmq.namesrv_addr, Path(tmp) / "plain.rmqcap", record=False)
+        metered = start_proxy(rmq.namesrv_addr, Path(tmp) / "metered", "--metrics-port", "0", record=False)
+        assert metered.metrics_url is not None
+        proxies = {"forward-only": plain, "metrics": metered}
+        try:
+            bench(client, rmq.namesrv_addr, args, "BenchWarmup")  # creates the topic route, warms the broker
+            for i in range(args.metrics_rounds):
+                for name in names if i % 2 == 0 else names[::-1]:
+                    pid = proxies[name].process.pid
+                    cpu0 = cpu_seconds([pid])
+                    summary = bench(client, proxies[name].namesrv, args, f"Bench{name.title()}{i}")
+                    if name == "metrics":
+                        scrape(metered.metrics_url)
+                    # all sends of the run, warm-up included, over the proxy's CPU time meanwhile
+                    sent = summary["sent"] * (1 + 3.0 / (summary["durationMs"] / 1000))
+                    cpu_us[name].append((cpu_seconds([pid]) - cpu0) / max(sent, 1) * 1e6)
+                    tps[name].append(float(summary["tps"]))
+                print(
+                    f"round {i + 1}: "
+                    + ", ".join(
+                        f"{n} {tps[n][-1]:.0f} TPS, {cpu_us[n][-1]:.1f} us CPU per message" for n in names
+                    ),
+                    flush=True,
+                )
+        finally:
+            plain.stop(timeout=60)
+            metered.stop(timeout=60)
+    ratios = [m / max(f, 1e-9) for m, f in zip(tps["metrics"], tps["forward-only"], strict=True)]
+    added = [m - f for m, f in zip(cpu_us["metrics"], cpu_us["forward-only"], strict=True)]
+    forward = statistics.median(cpu_us["forward-only"])
+    ratio = statistics.median(ratios)
+    print(
+        f"Java benchmark producer, RocketMQ {args.version}, sync, {args.threads} threads, {args.body} B "
+        f"bodies, {args.seconds:.0f} s x {args.metrics_rounds} rounds; load average {load_before:.1f} -> "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
+    print(
+        "metrics (forward-only + --metrics-port, scraped each run) vs forward-only, paired by round: TPS "
+        f"ratio {', '.join(f'{r:.3f}x' for r in ratios)} (median {ratio:.3f}x); proxy CPU per message "
+        f"{', '.join(f'{a:+.1f}' for a in added)} us (median {statistics.median(added):+.1f} us, "
+        f"forward-only {forward:.1f} us)"
+    )
+    print(metrics_line(forward))
+    print(f"target (issue 16): metrics TPS >= 0.97x forward-only: {'met' if ratio >= 0.97 else 'MISSED'}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -167,7 +297,22 @@ def main() -> int:
     parser.add_argument(
         "--rules-in-process", action="store_true", help="only the in-process rule-matching line (no Java)"
     )
+    parser.add_argument(
+        "--metrics-in-process", action="store_true", help="only the in-process metrics line (no Java)"
+    )
+    parser.add_argument(
+        "--metrics-rounds",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only the metrics cost: N rounds of the forward-only proxy and the same with --metrics-port",
+    )
     args = parser.parse_args()
+    if args.metrics_in_process:
+        print(metrics_line())
+        return 0
+    if args.metrics_rounds:
+        return metrics_rounds(args)
     if args.rules_in_process:
         none_ns, rule_ns = rule_matching_ns()
         print(
@@ -337,6 +482,7 @@ def main() -> int:
         + ", ".join(f"{r:.3f}x" for r in paired("metrics"))
         + f" (median {metrics_ratio:.3f}x); CPU {cpu_added('metrics'):+.1f} us per message"
     )
+    print(metrics_line(statistics.median(cpu_us["forward-only"])))
     print(
         "fault rules (10 that never match: 5 on requests, 5 on responses) vs forward-only: TPS ratio "
         + ", ".join(f"{r:.3f}x" for r in paired("rules"))

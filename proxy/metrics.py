@@ -1,19 +1,17 @@
 """Prometheus metrics of the proxy and the twin (``--metrics-port``), with ``prometheus_client``.
 
-The proxy's :class:`MetricsHook` only queues each read's frames with a timestamp (one deque append per
-read); headers are decoded, requests paired with their answers and counters moved when Prometheus
-scrapes, or when the queue reaches ``max_pending``. The hot path stays a few hundred nanoseconds per
-read, and a proxy nobody scrapes does the work in batches.
+The proxy's :class:`MetricsHook` counts each frame as it passes (one ``orjson.loads`` of its header),
+pairs requests with their answers by opaque, and keeps the counts as plain numbers until Prometheus
+scrapes (:class:`RequestMetrics`).
 
 The HTTP endpoint is a Twisted resource rendered on the reactor thread, not ``start_http_server``
-(a thread would race the reactor over the queued reads).
+(a thread would race the reactor over the counts).
 """
 
 from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from collections import deque
 from collections.abc import Callable, Iterable
 from itertools import accumulate
 
@@ -72,8 +70,8 @@ class RequestMetrics(Collector):
         self.requests: dict[int, int] = {}
         """Request code -> requests."""
         self.answers: dict[tuple[int, int, str | None], list[float]] = {}
-        """(request code, response code, topic) -> [answers, seconds, then the answers per latency
-        bucket: one per bound of LATENCY_BUCKETS, then +Inf]."""
+        """(request code, response code, topic) -> [seconds, then the answers per latency bucket: one
+        per bound of LATENCY_BUCKETS, then +Inf] (their sum is the answers)."""
         self.fault_hits: dict[tuple[str, str], int] = {}
         """(rule, effect) -> frames it applied to."""
         self.created: dict[object, float] = {}
@@ -81,22 +79,21 @@ class RequestMetrics(Collector):
         registry.register(self)
 
     def request(self, code: int) -> None:
-        requests = self.requests
-        n = requests.get(code)
-        if n is None:
+        try:
+            self.requests[code] += 1
+        except KeyError:
             self.created[code] = self.wall()
-            n = 0
-        requests[code] = n + 1
+            self.requests[code] = 1
 
     def answer(self, code: int, topic: str | None, response_code: int, seconds: float) -> None:
         key = (code, response_code, topic)
-        slot = self.answers.get(key)
-        if slot is None:
-            slot = self.answers[key] = [0.0] * (len(LATENCY_BUCKETS) + 3)
+        try:
+            slot = self.answers[key]
+        except KeyError:
+            slot = self.answers[key] = [0.0] * (len(LATENCY_BUCKETS) + 2)
             self.created[key] = self.wall()
-        slot[0] += 1
-        slot[1] += seconds
-        slot[2 + bisect_left(LATENCY_BUCKETS, seconds)] += 1  # the first bound >= seconds, as ``le``
+        slot[0] += seconds
+        slot[1 + bisect_left(LATENCY_BUCKETS, seconds)] += 1  # the first bound >= seconds, as ``le``
 
     def watch_faults(self, engine: FaultEngine) -> None:
         def hit(rule: FaultRule) -> None:
@@ -123,7 +120,7 @@ class RequestMetrics(Collector):
         for key, slot in self.answers.items():
             code, response_code, topic = key
             answered, first = by_response.get((code, response_code), (0.0, created[key]))
-            by_response[(code, response_code)] = (answered + slot[0], min(first, created[key]))
+            by_response[(code, response_code)] = (answered + sum(slot[1:]), min(first, created[key]))
             merged = by_topic.get((code, topic))
             if merged is None:
                 by_topic[(code, topic)] = (list(slot), created[key])
@@ -141,9 +138,9 @@ class RequestMetrics(Collector):
             labels=["code", "topic"],
         )
         for (code, topic), (slot, first) in by_topic.items():
-            cumulative = list(accumulate(slot[2:]))
+            cumulative = list(accumulate(slot[1:]))
             labels = [code_name(code), topic or ""]
-            latency.add_metric(labels, list(zip(_BUCKET_TEXT, cumulative, strict=True)), sum_value=slot[1])
+            latency.add_metric(labels, list(zip(_BUCKET_TEXT, cumulative, strict=True)), sum_value=slot[0])
             # HistogramMetricFamily takes no creation time; prometheus_client's Histogram exposes one
             latency.samples.append(
                 Sample(f"{latency.name}_created", dict(zip(("code", "topic"), labels, strict=True)), first)
@@ -160,9 +157,6 @@ class RequestMetrics(Collector):
 _BUCKET_TEXT = [*(floatToGoString(b) for b in LATENCY_BUCKETS), "+Inf"]
 
 
-_Read = tuple["MetricsHook", int, int, list[bytes]]
-
-
 class ProxyMetrics(Collector):
     """The proxy's metrics. ``connections()`` returns (kind, open) pairs; ``capture()`` the recorder's
     (records, bytes, early writes, errors) or None without a capture."""
@@ -173,36 +167,20 @@ class ProxyMetrics(Collector):
         opened: Callable[[], int],
         capture: Callable[[], tuple[int, int, int, int] | None],
         *,
-        max_pending: int = 8192,
         mono_ns: Callable[[], int] = time.monotonic_ns,
     ) -> None:
         self.registry = CollectorRegistry()
-        self.registry.register(self)  # first: drains the queue before the counters are read
         self.common = RequestMetrics(self.registry, "rocketmq_proxy")
+        self.registry.register(self)
         self.bytes = [0, 0]
         """Bytes forwarded, indexed by direction (DIR_TO_SERVER, DIR_TO_CLIENT)."""
         self.started = time.time()
         self.connections = connections
         self.opened = opened
         self.capture = capture
-        self.max_pending = max_pending
         self.mono_ns = mono_ns
-        self.pending: deque[_Read] = deque()
-
-    def queue(self, item: _Read) -> None:
-        self.pending.append(item)
-        if len(self.pending) >= self.max_pending:
-            self.drain()
-
-    def drain(self) -> None:
-        """Decode what was queued and move the counters."""
-        pending = self.pending
-        while pending:
-            hook, stamp, direction, frames = pending.popleft()
-            hook.account(stamp, direction, frames)
 
     def collect(self) -> Iterable[Metric]:
-        self.drain()
         carried = CounterMetricFamily(
             "rocketmq_proxy_bytes", "Bytes forwarded, by direction", labels=["direction"]
         )
@@ -236,24 +214,24 @@ class ProxyMetrics(Collector):
 
 
 class MetricsHook(Hook):
-    """One connection's metrics: queues reads as they pass; :meth:`account` decodes them later."""
+    """One connection's metrics, counted as its frames pass (after they were forwarded)."""
 
     def __init__(self, metrics: ProxyMetrics) -> None:
         self.metrics = metrics
-        self.waiting: dict[tuple[int, int], tuple[int, str | None, int]] = {}
-        """(direction of the request, opaque) -> its code and topic and when it passed."""
+        self.waiting: tuple[dict[int, tuple[int, str | None, int]], ...] = ({}, {})
+        """By the direction of the request (DIR_TO_SERVER, DIR_TO_CLIENT: a broker's check-back), the
+        requests waiting for their answer: opaque -> code, topic and when the request passed."""
 
     def observe(self, direction: int, frames: list[bytes], flags: int, out: list[Command]) -> None:
-        if flags & FLAG_RAW:
-            self.metrics.bytes[direction] += sum(len(f) for f in frames)
-            return
-        self.metrics.queue((self, self.metrics.mono_ns(), direction, frames))
-
-    def account(self, stamp: int, direction: int, frames: list[bytes]) -> None:
         metrics = self.metrics
-        common = metrics.common
-        waiting = self.waiting
         size = 0
+        if flags & FLAG_RAW:
+            for chunk in frames:
+                size += len(chunk)
+            metrics.bytes[direction] += size
+            return
+        common = metrics.common
+        stamp = metrics.mono_ns()
         for frame in frames:
             size += len(frame)
             header = header_fields_of(frame)  # one header parse per frame, no ext map copied
@@ -263,11 +241,12 @@ class MetricsHook(Hook):
             if not flag & RESPONSE_FLAG:  # a request (from the broker: a check-back)
                 common.request(code)
                 if not flag & ONEWAY_FLAG:
-                    waiting[(direction, opaque)] = (code, topic_of(code, ext), stamp)
+                    waiting = self.waiting[direction]
+                    waiting[opaque] = (code, topic_of(code, ext), stamp)
                     if len(waiting) > 65536:  # answers that never came
                         del waiting[next(iter(waiting))]
             else:
-                asked = waiting.pop((direction ^ 1, opaque), None)
+                asked = self.waiting[direction ^ 1].pop(opaque, None)
                 if asked is not None:
                     common.answer(asked[0], asked[1], code, (stamp - asked[2]) / 1e9)
         metrics.bytes[direction] += size

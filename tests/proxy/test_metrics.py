@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import struct
+
+import orjson
 import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -10,7 +13,7 @@ from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER
 from rmqtwin.proxy.faults import FaultEngine, FaultHook
 from rmqtwin.proxy.metrics import MetricsHook, ProxyMetrics, code_name, response_name
 from rmqtwin.proxy.session import ProxySession
-from tests.proxy.frames import json_frame
+from tests.proxy.frames import binary_frame, json_frame
 
 
 def samples(metrics: ProxyMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -62,14 +65,59 @@ def test_requests_answers_latency_bytes_connections_capture_and_fault_hits() -> 
     assert got[("rocketmq_proxy_fault_hits_total", (("effect", "answer"), ("rule", "busy")))] == 1
 
 
-def test_reads_wait_for_the_scrape_but_never_more_than_max_pending() -> None:
-    metrics = ProxyMetrics(lambda: [], lambda: 0, lambda: None, max_pending=3)
+def _frame(header: dict[str, object], body: bytes = b"") -> bytes:
+    raw = orjson.dumps(header)
+    return struct.pack(">II", 4 + len(raw) + len(body), len(raw)) + raw + body
+
+
+def test_counts_each_frame_as_it_passes_whatever_its_serialization_or_key_order() -> None:
+    """Counted at once (no scrape needed first), for both serializations, a JSON header in another key
+    order, a remark naming the keys, a unicode topic, a oneway request, a broker's check-back
+    answered by the client, raw chunks as bytes only."""
+    now = [0]
+    metrics = ProxyMetrics(lambda: [], lambda: 0, lambda: None, mono_ns=lambda: now[0])
     session = ProxySession([MetricsHook(metrics)])
-    for opaque in range(5):
-        session.receive(DIR_TO_SERVER, json_frame(105, opaque))
-    assert len(metrics.pending) == 2  # three were decoded when the queue filled
-    assert samples(metrics)[("rocketmq_proxy_requests_total", (("code", "GET_ROUTEINFO_BY_TOPIC"),))] == 5
-    assert not metrics.pending
+    session.receive(DIR_TO_SERVER, binary_frame(310, 7, ext={"a": "PG", "b": "Zahlungen-ü"}, body=b"x"))
+    session.receive(
+        DIR_TO_SERVER,
+        _frame({"version": 409, "opaque": 8, "flag": 0, "extFields": {"topic": "Orders"}, "code": 11}),
+    )
+    session.receive(DIR_TO_SERVER, json_frame(34, 9, flag=2))  # oneway: never answered
+    now[0] = 1_000_000
+    session.receive(DIR_TO_CLIENT, binary_frame(0, 7, flag=1, remark='"opaque":8,"code":1'))
+    remark = '{"code":1,"flag":0,"opaque":9} \u00fc "extFields":{"topic":"X"}'
+    session.receive(DIR_TO_CLIENT, _frame({"remark": remark, "flag": 1, "opaque": 8, "code": 19}))
+    session.receive(DIR_TO_CLIENT, json_frame(39, 3, ext={"topic": "Orders"}))  # a check-back
+    session.receive(DIR_TO_SERVER, json_frame(0, 3, flag=1))
+    session.receive(DIR_TO_CLIENT, json_frame(0, 9, flag=1))  # answers nothing that waits
+    session.receive(DIR_TO_SERVER, b"\x16\x03\x01garbage")  # goes raw: bytes only
+    got = samples(metrics)
+    requests = {k[1][0][1]: v for k, v in got.items() if k[0] == "rocketmq_proxy_requests_total"}
+    assert requests == {
+        "SEND_MESSAGE_V2": 1,
+        "PULL_MESSAGE": 1,
+        "HEART_BEAT": 1,
+        "CHECK_TRANSACTION_STATE": 1,
+    }
+    responses = {
+        tuple(v for _, v in k[1]): n for k, n in got.items() if k[0] == "rocketmq_proxy_responses_total"
+    }
+    assert responses == {
+        ("SEND_MESSAGE_V2", "SUCCESS"): 1,
+        ("PULL_MESSAGE", "PULL_NOT_FOUND"): 1,
+        ("CHECK_TRANSACTION_STATE", "SUCCESS"): 1,
+    }
+    counts = {
+        (dict(k[1])["code"], dict(k[1])["topic"]): n
+        for k, n in got.items()
+        if k[0] == "rocketmq_proxy_request_latency_seconds_count"
+    }
+    assert counts == {
+        ("SEND_MESSAGE_V2", "Zahlungen-ü"): 1,
+        ("PULL_MESSAGE", "Orders"): 1,
+        ("CHECK_TRANSACTION_STATE", "Orders"): 1,
+    }
+    assert got[("rocketmq_proxy_bytes_total", (("direction", "to_server"),))] > len(b"\x16\x03\x01garbage")
 
 
 def test_counts_and_buckets_are_prometheus_clients_own_for_the_same_observations() -> None:
