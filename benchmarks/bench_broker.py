@@ -8,10 +8,12 @@ server processes' CPU-seconds per 1k messages (user + system from /proc/<pid>/st
 process against real's name server + broker) <= 0.5x, for the sends and for the push consumer's drain.
 A third row is the twin with ``--metrics-port`` (scraped once after its sends, as a 15 s Prometheus
 interval would): issue 16's metrics cost, <= 3%, as its TPS and CPU per message against the plain twin
-(``--no-metrics-row`` leaves it out).
+(``--no-metrics-row`` leaves it out). ``--metrics-in-process`` prints only that cost measured in process
+(the dispatcher's observer per request against a send's CPU), which ``--metrics-rounds`` also prints.
 
     .venv/bin/python benchmarks/bench_broker.py [--seconds 30] [--threads 16] [--body 1024]
         [--drain 50000] [--version 5] [--profile DIR] [--json FILE] [--metrics-rounds N]
+        [--metrics-in-process]
 
 The machine is shared: compare the rows of one run, not figures across runs.
 """
@@ -180,12 +182,102 @@ WARMUP_MS = 1000
 falls in the send window too (about 1% of the sends), alike for both targets."""
 
 
+def metrics_in_process(rounds: int = 15, body: int = 1024) -> str:
+    """Issue 16's twin metrics cost in process: the dispatcher's observer per request (the dispatcher
+    with and without it around a handler that answers at once, alternated), beside the CPU of one
+    1 KiB SEND_MESSAGE_V2 through the broker's protocol and store (without metrics), process CPU."""
+    from twisted.internet import defer
+    from twisted.internet.address import IPv4Address
+    from twisted.internet.task import Clock
+    from twisted.internet.testing import StringTransport
+
+    from rmqtwin.codec.codes import RequestCode
+    from rmqtwin.codec.command import create_request, create_response, encode_command
+    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.config import BrokerConfig
+    from rmqtwin.fakes.metrics import TwinMetrics
+    from rmqtwin.fakes.server import RemotingProtocol
+    from rmqtwin.store_mirror.flush import TwistedFlushDriver
+    from rmqtwin.store_mirror.message_store import DefaultMessageStore, MessageStoreConfig
+
+    clock = Clock()
+    clock.advance(1_700_000_000)
+    with tempfile.TemporaryDirectory(prefix="bench-metrics-") as tmp:
+        config = BrokerConfig.from_properties({"brokerName": "broker-a", "brokerIP1": "127.0.0.1"})
+        store = DefaultMessageStore(
+            os.path.join(tmp, "store"),
+            MessageStoreConfig(message_delay_level=config.message_delay_level),
+            flush=TwistedFlushDriver(clock, defer.maybeDeferred),
+            now_ms=lambda: int(clock.seconds() * 1000),
+        )
+        broker = BrokerController(config, os.path.join(tmp, "store"), clock, store=store)
+        assert broker.load()
+        broker.start()
+        try:
+            transport = StringTransport(
+                hostAddress=IPv4Address("TCP", "127.0.0.1", 10911),
+                peerAddress=IPv4Address("TCP", "127.0.0.1", 50001),
+            )
+            protocol = RemotingProtocol(broker.dispatcher, clock, on_close=broker.channel_closed)
+            protocol.makeConnection(transport)
+            frames = []
+            for opaque in range(2000):
+                ext = {
+                    "a": "bench_group", "b": "BenchTopic", "c": "TBW102", "d": "4", "e": str(opaque % 4),
+                    "f": "0", "g": "1700000000000", "h": "0", "j": "0", "k": "false", "m": "false",
+                    "i": f"UNIQ_KEY\x01AC110001000018B4AAC2{opaque:012X}\x02WAIT\x01true",
+                }  # fmt: skip
+                request = create_request(RequestCode.SEND_MESSAGE_V2, ext, b"x" * body, opaque=opaque)
+                frames.append(encode_command(request))
+            cpu = time.process_time_ns()
+            for frame in frames:
+                protocol.dataReceived(frame)
+                transport.clear()
+            send_ns = (time.process_time_ns() - cpu) / len(frames)
+            request = create_request(RequestCode.SEND_MESSAGE_V2, ext, b"x" * body, opaque=1)
+            answer = create_response(request, 0)
+            dispatcher = broker.dispatcher
+            dispatcher.table[int(RequestCode.SEND_MESSAGE_V2)] = lambda channel, request: answer
+            metrics = TwinMetrics(lambda: broker)
+
+            def per_request(observed: bool) -> float:
+                dispatcher.observers[:] = [metrics.answered] if observed else []
+                cpu = time.process_time_ns()
+                for _ in range(20_000):
+                    dispatcher.dispatch(None, request)  # type: ignore[arg-type]
+                return (time.process_time_ns() - cpu) / 20_000
+
+            added = []
+            for i in range(rounds):  # alternated, the order too: a neighbour's burst hurts both alike
+                if i % 2:
+                    observed = per_request(True)
+                    plain = per_request(False)
+                else:
+                    plain = per_request(False)
+                    observed = per_request(True)
+                added.append(observed - plain)
+        finally:
+            broker.shutdown()
+    observer_ns = statistics.median(added)
+    share = observer_ns / send_ns
+    return (
+        f"twin metrics in process (load {os.getloadavg()[0]:.1f}): the dispatcher's observer "
+        f"{observer_ns / 1000:+.2f} us per request, against {send_ns / 1000:.1f} us of CPU for a 1 KiB "
+        f"SEND_MESSAGE_V2 through the broker's protocol and store: {share:+.2%} per send "
+        f"(target <= 3%: {'met' if share <= 0.03 else 'MISSED'})"
+    )
+
+
 def metrics_rounds(args: argparse.Namespace) -> int:
     """Issue 16's metrics cost alone: rounds of the plain twin and the twin with --metrics-port."""
     rows = []
-    for _ in range(args.metrics_rounds):
-        rows.append(measure("rmqtwin", lambda: start_twin(args), args))
-        rows.append(measure("rmqtwin+metrics", lambda: start_twin(args, metrics=True), args))
+    for i in range(args.metrics_rounds):
+        # the order alternates: whichever runs first meets the machine as the round before left it
+        pair = {}
+        for metered in (False, True) if i % 2 == 0 else (True, False):
+            label = "rmqtwin+metrics" if metered else "rmqtwin"
+            pair[metered] = measure(label, lambda metered=metered: start_twin(args, metrics=metered), args)
+        rows += [pair[False], pair[True]]
     widths = [max(len(c), *(len(fmt(r[c])) for r in rows)) for c in COLUMNS]
     print("  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
     for row in rows:
@@ -207,6 +299,7 @@ def metrics_rounds(args: argparse.Namespace) -> int:
         + ", ".join(f"{c * 100:+.1f}%" for c in cpu)
         + f" (median {added * 100:+.1f}%; target <= 3%: {'met' if added <= 0.03 else 'MISSED'})"
     )
+    print(metrics_in_process())
     return 0
 
 
@@ -234,8 +327,14 @@ def main(argv: list[str] | None = None) -> int:
         help="only the metrics cost: this many rounds of the twin and the twin with --metrics-port, "
         "alternated, paired by round (no real broker)",
     )
+    parser.add_argument(
+        "--metrics-in-process", action="store_true", help="only the twin metrics' cost in process (no Java)"
+    )
     parser.add_argument("--json", help="write the figures here (for run_all.py)")
     args = parser.parse_args(argv)
+    if args.metrics_in_process:
+        print(metrics_in_process())
+        return 0
     print(f"before: {load_note()}", flush=True)
     if args.metrics_rounds:
         return metrics_rounds(args)

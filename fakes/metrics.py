@@ -51,11 +51,13 @@ class TwinMetrics(Collector):
         self.servers.append((name, factory))
 
     def answered(self, request: RemotingCommand, answer: RemotingCommand | None, started: float) -> None:
-        code = int(request.code)
-        self.common.request(code)
+        # the codes as they are (an IntEnum member hashes and compares as its int): no int() per request
+        common = self.common
+        code = request.code
+        common.request(code)
         if answer is not None:
-            topic = topic_of(code, request.ext_fields)
-            self.common.answer(code, topic, int(answer.code), time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            common.answer(code, topic_of(code, request.ext_fields), answer.code, seconds)
 
     def collect(self) -> Iterable[Metric]:
         yield from self._traffic()
