@@ -835,6 +835,7 @@ def _loop(
         for conn in active:
             if conn.connected:
                 conn.issue_due(now, start)
+                _flush(conn)  # now: not after the answers are compared and the selector says writable
             conn.expire(now)
             due = conn.next_wake()
             if due is not None and (wake is None or start + due < wake):
@@ -855,10 +856,9 @@ def _loop(
         timeout = None if wake is None else max(0.0, (wake - time.monotonic_ns()) / 1e9)
         if backlog:
             timeout = 0.0
-        ready = _wait(sel, timeout if timeout is not None else 1.0)
-        if clock is not None:
+        if clock is not None:  # a request that falls due while the loop sleeps is timed from here
             clock.note(time.monotonic_ns())
-        for key, mask in ready:
+        for key, mask in _wait(sel, timeout if timeout is not None else 1.0):
             conn = key.data
             assert isinstance(conn, _Replayed) and conn.sock is not None
             _io(conn, mask)
@@ -914,15 +914,21 @@ def _io(conn: _Replayed, mask: int) -> None:
             return
         if data:
             conn.received(data, time.monotonic_ns())
-    if conn.out and conn.connected and conn.failed is None and conn.sock is not None:
-        try:
-            sent = sock.send(conn.out)
-        except BlockingIOError:
-            sent = 0
-        except OSError as exc:
-            conn.fail(f"connection to {conn.target()} lost: {exc}")
-            return
-        conn.wrote(sent, time.monotonic_ns())
+    _flush(conn)
+
+
+def _flush(conn: _Replayed) -> None:
+    """Write what waits in the connection's output, as much of it as the socket takes now."""
+    if not conn.out or not conn.connected or conn.failed is not None or conn.sock is None:
+        return
+    try:
+        sent = conn.sock.send(conn.out)
+    except BlockingIOError:
+        sent = 0
+    except OSError as exc:
+        conn.fail(f"connection to {conn.target()} lost: {exc}")
+        return
+    conn.wrote(sent, time.monotonic_ns())
 
 
 def result_rows(results: Iterable[RequestResult]) -> list[dict[str, object]]:
