@@ -3,13 +3,13 @@ benchmark, never by tests), and the curves' plots committed under docs/ open in 
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.chromium import dump_dom
 
 ROOT = Path(__file__).resolve().parents[2]
 PLOTS = sorted((ROOT / "docs" / "performance").glob("*.png"))
@@ -68,9 +68,6 @@ def test_from_json_draws_tables_and_plots_again(
 
 @pytest.mark.skipif(not PLOTS, reason="no plots committed under docs/performance/")
 def test_committed_plots_render_in_chromium(tmp_path: Path) -> None:
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("chromium not installed (scripts/setup.d/30-chromium.sh)")
     for png in PLOTS:
         assert png.stat().st_size < 150_000, f"{png.name}: keep committed plots small"
     images = "".join(f'<img src="{png.as_uri()}">' for png in PLOTS)
@@ -80,20 +77,5 @@ def test_committed_plots_render_in_chromium(tmp_path: Path) -> None:
         "[...document.images].filter(i => i.complete && i.naturalWidth > 0).length + '/' + "
         "document.images.length;</script></body></html>"
     )
-    dom = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--allow-file-access-from-files",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=True,
-    ).stdout
+    dom = dump_dom(page)
     assert f'data-rendered="{len(PLOTS)}/{len(PLOTS)}"' in dom, dom[-500:]

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from rmqtwin.conformance.catalog import (
 from rmqtwin.conformance.java_client import DriverResult
 from rmqtwin.conformance.report import render_html, write_reports
 from rmqtwin.conformance.runner import CatalogRun, compare_runs
+from tests.chromium import dump_dom
 
 SCENARIO = Scenario(
     name="demo",
@@ -166,26 +165,9 @@ def test_reports_json_and_junit(tmp_path: Path) -> None:
     assert failures == {"twin vs real-5": "1", "ns=10.0.0.1:9876 vs real-5": "0"}
 
 
-@pytest.mark.skipif(
-    shutil.which("chromium") is None, reason="needs Debian's chromium (scripts/setup.d/30-chromium.sh)"
-)
 def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     write_reports(_catalog_run(), tmp_path)
-    dom = subprocess.run(
-        [
-            "chromium",
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--dump-dom",
-            (tmp_path / "report.html").as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    dom = dump_dom(tmp_path / "report.html")
     assert "twin: differs from real-5 in 1 of 1 scenarios (demo)" in dom
     assert 'class="verdict same"' in dom and 'class="diff"' in dom
     assert 'class="noise"' in dom  # queueId disagreed between the two reference runs

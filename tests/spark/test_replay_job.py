@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import pytest
 
 from rmqtwin.cli import main
 from rmqtwin.fakes.pytest_plugin import RocketMQFactory
+from tests.chromium import dump_dom
 from tests.spark import traffic
 from tests.spark.traffic import recorded
 
@@ -62,23 +62,7 @@ def test_replay_job_writes_rows_summary_and_a_report_chromium_renders(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["queues"][0]["same_bodies_in_order"] is True
     assert traffic.max_offset(target) == 7
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("chromium not installed (scripts/setup.d/30-chromium.sh)")
-    dom = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--dump-dom",
-            (out / "report.html").as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    dom = dump_dom(out / "report.html")
     assert "REPLAY SAME: all 12 requests" in dom
     assert dom.count('src="data:image/png;base64,') == 2
 

@@ -4,13 +4,12 @@ and has data."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.chromium import dump_dom
 from tests.spark.conftest import Ingested
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
@@ -28,24 +27,7 @@ def test_report_renders_in_chromium_with_data_in_every_plot(
     assert [(s["input"], s["reason"]) for s in data["skipped"]] == [("d.rmqcap", "truncated last record")]
     points = [int(p) for p in re.findall(r'<figure data-points="(\d+)"', text)]
     assert len(points) == 7 and all(points), points
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("chromium not installed (scripts/setup.d/30-chromium.sh)")
-    dom = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=True,
-    ).stdout
+    dom = dump_dom(page)
     assert 'data-plots-rendered="7/7"' in dom
     assert "truncated last record" in dom
     assert "TOPIC_NOT_EXIST" in dom
