@@ -238,16 +238,7 @@ class BrokerController:
         self.group_admin = GroupAdminProcessor(
             config=config, groups=self.groups, offsets=self.offsets, consumers=self.consumers
         )
-        self.reply = ReplyProcessor(
-            config=config,
-            send=self.send,
-            producers=self.producers,
-            store=self.store,
-            stats=self.stats,
-            store_host=self.store_host,
-            now_ms=self.now_ms,
-            notify_message_arriving=self.notify_message_arriving,
-        )
+        self.reply = ReplyProcessor(send=self.send, producers=self.producers)
         self.dispatcher = self._build_dispatcher()
         self.acl = self._enable_acl() if config.acl_enable else None
         self.namesrv = NamesrvClient(self, reactor) if reactor is not None else None

@@ -12,7 +12,6 @@ is stored like any message, whatever the push did, and the answer carries its of
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -33,9 +32,6 @@ if TYPE_CHECKING:
     from rmqtwin.codec.headers import SendMessageRequestHeader
     from rmqtwin.fakes.broker.clients import ProducerManager
     from rmqtwin.fakes.broker.send import SendProcessor
-    from rmqtwin.fakes.broker.stats import BrokerStats
-    from rmqtwin.fakes.config import BrokerConfig
-    from rmqtwin.store_mirror.message_store import MessageStore
 
 _STORED = (
     PutMessageStatus.PUT_OK,
@@ -47,22 +43,19 @@ _STORED = (
 
 @dataclass(eq=False, kw_only=True)
 class ReplyProcessor:
-    """SEND_REPLY_MESSAGE(_V2) (``ReplyMessageProcessor``): checked as a send is, pushed to the requester."""
+    """SEND_REPLY_MESSAGE(_V2) (``ReplyMessageProcessor``, which extends the send processors'
+    ``AbstractSendMessageProcessor``): checked, stored and counted as a send is, through the send
+    processor's own config, store, stats, store host and clock; pushed to the requester."""
 
-    config: BrokerConfig
     send: SendProcessor
     producers: ProducerManager
-    store: MessageStore
-    stats: BrokerStats
-    store_host: tuple[str, int]
-    now_ms: Callable[[], int]
-    notify_message_arriving: Callable[[str, int], None]
 
     def send_reply_message(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand | Deferred[RemotingCommand]:
+        send = self.send
         header = send_header(request)
-        config, failure = self.send.msg_check(channel, header)
+        config, failure = send.msg_check(channel, header)
         if failure is not None or config is None:
             return failure  # type: ignore[return-value]
         queue_id = header.queue_id
@@ -78,7 +71,7 @@ class ReplyProcessor:
             properties_string=header.properties or "",
             born_timestamp=header.born_timestamp,
             born_host=host_tuple(channel.remote_addr),
-            store_host=self.store_host,
+            store_host=send.store_host,
             reconsume_times=header.reconsume_times or 0,
         )
         pushed = self._push_reply(channel, header, msg)
@@ -87,11 +80,11 @@ class ReplyProcessor:
             ext: SendMessageResponseHeader | None = None
             if push_remark is None:  # "set to zero to avoid client decoding exception"
                 ext = SendMessageResponseHeader(msg_id="0", queue_id=queue_id, queue_offset=0)
-            if self.config.store_reply_message_enable:
-                result = self.store.put_message(msg)
+            if send.config.store_reply_message_enable:
+                result = send.store.put_message(msg)
                 if result.status in _STORED and result.append is not None:
-                    self.stats.on_put(msg.topic, result.append.msg_num or 1)
-                    self.notify_message_arriving(msg.topic, queue_id)
+                    send.stats.on_put(msg.topic, result.append.msg_num or 1)
+                    send.notify_message_arriving(msg.topic, queue_id)
                     ext = SendMessageResponseHeader(
                         msg_id=result.append.msg_id,
                         queue_id=queue_id,
@@ -99,8 +92,8 @@ class ReplyProcessor:
                     )
             code = ResponseCode.SYSTEM_ERROR if push_remark is not None else ResponseCode.SUCCESS
             if ext is None:
-                return response(code, push_remark, self.send._send_response_ext())
-            ext.msg_region, ext.trace_on = self.config.region_id, self.config.trace_on
+                return response(code, push_remark, send.response_ext())
+            ext.msg_region, ext.trace_on = send.config.region_id, send.config.trace_on
             return response(code, push_remark, ext)
 
         return pushed.addCallback(answer)
@@ -118,9 +111,10 @@ class ReplyProcessor:
         if requester is None:
             return succeed(f"push reply message fail, channel of <{sender_id}> not found.")
         born_host, born_port = host_tuple(channel.remote_addr)
-        store_ip, store_port = self.store_host
+        store_ip, store_port = self.send.store_host
+        now_ms = self.send.now_ms
         pushed_props = dict(msg.properties)
-        pushed_props[MessageConst.PROPERTY_PUSH_REPLY_TIME] = str(self.now_ms())
+        pushed_props[MessageConst.PROPERTY_PUSH_REPLY_TIME] = str(now_ms())
         push = request_command(
             RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT,
             ReplyMessageRequestHeader(
@@ -137,7 +131,7 @@ class ReplyProcessor:
                 unit_mode=header.unit_mode,
                 born_host=f"{born_host}:{born_port}",
                 store_host=f"{store_ip}:{store_port}",
-                store_timestamp=self.now_ms(),
+                store_timestamp=now_ms(),
             ),
             msg.body,
         )

@@ -139,14 +139,14 @@ class SendProcessor:
     def __post_init__(self) -> None:
         self.uniq_ids = UniqIdGenerator(ip=self.store_host[0], clock=self.now_ms)
 
-    def _send_response_ext(self) -> dict[str, Any]:
+    def response_ext(self) -> dict[str, Any]:
         return {"MSG_REGION": self.config.region_id, "TRACE_ON": self.config.trace_on}
 
     def _forbidden(self, what: str = "sending message") -> RemotingCommand:
         return response(
             ResponseCode.NO_PERMISSION,
             f"the broker[{self.config.broker_ip1}] {what} is forbidden",
-            self._send_response_ext(),
+            self.response_ext(),
         )
 
     # -- checks ---------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ class SendProcessor:
     ) -> tuple[TopicConfig | None, RemotingCommand | None]:
         """``msgCheck``: the topic config to send to, or the failure response."""
         topic = header.topic
-        ext_fields = self._send_response_ext()
+        ext_fields = self.response_ext()
         if not is_writeable(self.config.broker_permission) and self.topics.is_order_topic(topic):
             return None, self._forbidden()
         five = self.config.five
@@ -201,7 +201,7 @@ class SendProcessor:
             # only the V2 header (a FastCodesHeader) fails earlier, on a number that does not parse.
             if v2:
                 decode_header_fast(request, SendMessageRequestHeaderV2)
-            return response(ResponseCode.SYSTEM_ERROR, validate_topic(None), self._send_response_ext())
+            return response(ResponseCode.SYSTEM_ERROR, validate_topic(None), self.response_ext())
         header = send_header(request)
         if header.batch or request.code == RequestCode.SEND_BATCH_MESSAGE:
             return self.send_batch(channel, request, header)
@@ -215,9 +215,7 @@ class SendProcessor:
             return failure
         if not request.body and self.config.five:
             # 5.5.0 fails on the null body after its checks; 4.9.7 stores an empty message.
-            return response(
-                ResponseCode.SYSTEM_ERROR, "java.lang.NullPointerException", self._send_response_ext()
-            )
+            return response(ResponseCode.SYSTEM_ERROR, "java.lang.NullPointerException", self.response_ext())
         topic = header.topic
         queue_id = header.queue_id
         if queue_id < 0:
@@ -231,7 +229,7 @@ class SendProcessor:
                 return response(
                     ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                     f"subscription group not exist, {group} {suggest_todo(self.config.five)}",
-                    self._send_response_ext(),
+                    self.response_ext(),
                 )
             max_reconsume = group_config.retry_max_times
             header_max = header.max_reconsume_times
@@ -261,7 +259,7 @@ class SendProcessor:
                 "KEYS", ""
             ).strip():
                 return response(
-                    ResponseCode.MESSAGE_ILLEGAL, "Required message key is missing", self._send_response_ext()
+                    ResponseCode.MESSAGE_ILLEGAL, "Required message key is missing", self.response_ext()
                 )
             props["MSG_REGION"] = self.config.region_id
             props["TRACE_ON"] = "true" if self.config.trace_on else "false"
@@ -289,7 +287,7 @@ class SendProcessor:
             parked = transform_timer_message(props, topic, queue_id, self.now_ms())
             if parked is False:
                 remark = timer_illegal_remark()
-                return response(ResponseCode.MESSAGE_ILLEGAL, remark, self._send_response_ext())
+                return response(ResponseCode.MESSAGE_ILLEGAL, remark, self.response_ext())
             if parked:
                 msg.topic, msg.queue_id = TIMER_TOPIC, 0
                 msg.properties_string = properties_to_string(props)
@@ -323,7 +321,7 @@ class SendProcessor:
             return response(
                 ResponseCode.MESSAGE_ILLEGAL,
                 f"message topic length too long {len(topic)}",
-                self._send_response_ext(),
+                self.response_ext(),
             )
         sys_flag = header.sys_flag
         if config.topic_filter_type == "MULTI_TAG":
@@ -333,9 +331,7 @@ class SendProcessor:
         batch_props = properties_to_string(props)
         if not request.body:
             # Both real lines fail on the null body: SYSTEM_ERROR with the exception text.
-            return response(
-                ResponseCode.SYSTEM_ERROR, "java.lang.NullPointerException", self._send_response_ext()
-            )
+            return response(ResponseCode.SYSTEM_ERROR, "java.lang.NullPointerException", self.response_ext())
         try:
             items = decode_batch(request.body)
         except CodecError as exc:
@@ -344,7 +340,7 @@ class SendProcessor:
             return response(
                 ResponseCode.SYSTEM_ERROR,
                 f"java.nio.BufferUnderflowException: {exc}",
-                self._send_response_ext(),
+                self.response_ext(),
             )
         born_host = host_tuple(channel.remote_addr)
         born_timestamp = header.born_timestamp
@@ -378,7 +374,7 @@ class SendProcessor:
         if five and len(batch) > 1 and _records_size(batch) > self.config.max_message_size:
             # 5.5.0's MessageExtEncoder throws on a batch over maxMessageSize (a 4.5 MiB batch of
             # 0.9 MiB bodies); 4.9.7's store answers it MESSAGE_ILLEGAL, as the twin's store does.
-            return response(ResponseCode.SYSTEM_ERROR, BATCH_TOO_LARGE_REMARK, self._send_response_ext())
+            return response(ResponseCode.SYSTEM_ERROR, BATCH_TOO_LARGE_REMARK, self.response_ext())
         result = self.store.put_messages(batch)
         return self._handle_put_result(
             result,
@@ -437,7 +433,7 @@ class SendProcessor:
         return gatherResults(waits).addCallback(answer)
 
     def _failed_put(self, status: PutMessageStatus) -> RemotingCommand:
-        ext_fields = self._send_response_ext()
+        ext_fields = self.response_ext()
         if status is PutMessageStatus.CREATE_MAPEDFILE_FAILED:
             return response(
                 ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken.", ext_fields
