@@ -33,7 +33,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from common import PeakRss, Profile, cpu_seconds, fmt, load_note, profile_top, rss_kib, write_figures
+from common import (
+    PeakRss,
+    Profile,
+    by_round,
+    cpu_seconds,
+    fmt,
+    load_note,
+    per_round,
+    print_table,
+    profile_top,
+    rss_kib,
+    write_figures,
+)
 
 from rmqtwin.conformance.java_client import JavaClient
 from rmqtwin.conformance.launcher import RealRocketMQ
@@ -278,26 +290,16 @@ def metrics_rounds(args: argparse.Namespace) -> int:
             label = "rmqtwin+metrics" if metered else "rmqtwin"
             pair[metered] = measure(label, lambda metered=metered: start_twin(args, metrics=metered), args)
         rows += [pair[False], pair[True]]
-    widths = [max(len(c), *(len(fmt(r[c])) for r in rows)) for c in COLUMNS]
-    print("  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
-    for row in rows:
-        print("  ".join(fmt(row[c]).rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
+    print_table(COLUMNS, ([row[c] for c in COLUMNS] for row in rows))
     print(f"after: {load_note()}")
     plain, metered = rows[0::2], rows[1::2]
-    tps = [
-        float(m["send tps"]) / max(float(p["send tps"]), 1e-9) for p, m in zip(plain, metered, strict=True)
-    ]
-    cpu = [
-        float(m["cpu s/1k sent"]) / max(float(p["cpu s/1k sent"]), 1e-9) - 1
-        for p, m in zip(plain, metered, strict=True)
-    ]
+    cpu = [(r - 1) * 100 for r in per_round(plain, metered, "cpu s/1k sent")]
     added = statistics.median(cpu)
     print(
         "metrics (twin with --metrics-port, one scrape) vs twin, paired by round: TPS ratio "
-        + ", ".join(f"{r:.3f}x" for r in tps)
-        + f" (median {statistics.median(tps):.3f}x); CPU per message "
-        + ", ".join(f"{c * 100:+.1f}%" for c in cpu)
-        + f" (median {added * 100:+.1f}%; target <= 3%: {'met' if added <= 0.03 else 'MISSED'})"
+        + by_round(per_round(plain, metered, "send tps"), ".3f", unit="x")
+        + "; CPU per message "
+        + by_round(cpu, "+.1f", unit="%", note=f"; target <= 3%: {'met' if added <= 3 else 'MISSED'}")
     )
     print(metrics_in_process())
     return 0
@@ -342,10 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_metrics_row:
         rows.append(measure("rmqtwin+metrics", lambda: start_twin(args, metrics=True), args))
     rows.append(measure(f"real-{args.version}", lambda: start_real(args), args))
-    widths = [max(len(c), *(len(fmt(r[c])) for r in rows)) for c in COLUMNS]
-    print("  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
-    for row in rows:
-        print("  ".join(fmt(row[c]).rjust(w) for c, w in zip(COLUMNS, widths, strict=True)))
+    print_table(COLUMNS, ([row[c] for c in COLUMNS] for row in rows))
     twin, real = rows[0], rows[-1]
     metered = rows[1] if len(rows) == 3 else None
     print(f"after: {load_note()}")

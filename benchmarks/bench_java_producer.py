@@ -17,7 +17,7 @@ import argparse
 import sys
 from typing import Any
 
-from common import fmt
+from common import print_table
 
 from rmqtwin.conformance.java_client import JavaClient
 from rmqtwin.conformance.launcher import RealRocketMQ
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             record(label or addr, run_one(client, addr, f"Bench_{mode}", mode, args))
 
     first_tps: dict[str, float] = {}
-    table: list[tuple[object, ...]] = [COLUMNS]
+    table: list[tuple[object, ...]] = []
     for row in rows:
         base = first_tps.setdefault(row["mode"], row["tps"] or 1.0)
         table.append(
@@ -115,10 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                 row["latencyMaxMs"],
             )
         )
-    texts = [[fmt(cell) for cell in line] for line in table]
-    widths = [max(len(line[i]) for line in texts) for i in range(len(COLUMNS))]
-    for line in texts:
-        print("  ".join(cell.rjust(width) for cell, width in zip(line, widths, strict=True)))
+    print_table(COLUMNS, table)
     return 0
 
 

@@ -30,7 +30,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from common import PeakRss, Profile, cpu_seconds, profile_top, rss_kib, write_figures
+from common import PeakRss, Profile, by_round, cpu_seconds, per_round, profile_top, rss_kib, write_figures
 
 
 def capture_bytes(capture: Path) -> int:
@@ -448,27 +448,17 @@ def main() -> int:
     )
     # Each round's proxied run against the same round's direct run: load that changes between rounds
     # moves both, so the paired figures are steadier than ratios of medians.
-    ratios = [
-        float(p["tps"]) / max(float(d["tps"]), 1e-9)
-        for p, d in zip(runs["proxy"], runs["direct"], strict=True)
-    ]
-    deltas = [
-        float(p["latencyP50Ms"]) - float(d["latencyP50Ms"])
-        for p, d in zip(runs["proxy"], runs["direct"], strict=True)
-    ]
+    ratios = per_round(runs["direct"], runs["proxy"], "tps")
+    deltas = per_round(runs["direct"], runs["proxy"], "latencyP50Ms", added=True)
     print(
         "paired by round (proxy+capture vs direct): TPS ratio "
-        + ", ".join(f"{r:.2f}x" for r in ratios)
-        + f" (median {statistics.median(ratios):.2f}x); p50 added "
-        + ", ".join(f"{d:+.3f}" for d in deltas)
-        + f" ms (median {statistics.median(deltas):+.3f} ms)"
+        + by_round(ratios, ".2f", unit="x")
+        + "; p50 added "
+        + by_round(deltas, "+.3f", unit=" ms")
     )
 
     def paired(name: str) -> list[float]:
-        return [
-            float(m["tps"]) / max(float(f["tps"]), 1e-9)
-            for m, f in zip(runs[name], runs["forward-only"], strict=True)
-        ]
+        return per_round(runs["forward-only"], runs[name], "tps")
 
     def cpu_added(name: str) -> float:
         return statistics.median(c - f for c, f in zip(cpu_us[name], cpu_us["forward-only"], strict=True))
@@ -479,8 +469,8 @@ def main() -> int:
     print(
         "metrics (forward-only + --metrics-port, one scrape of "
         f"{scraped / 1024:.0f} KiB a run) vs forward-only, paired by round: TPS ratio "
-        + ", ".join(f"{r:.3f}x" for r in paired("metrics"))
-        + f" (median {metrics_ratio:.3f}x); CPU {cpu_added('metrics'):+.1f} us per message"
+        + by_round(paired("metrics"), ".3f", unit="x")
+        + f"; CPU {cpu_added('metrics'):+.1f} us per message"
     )
     print(metrics_line(statistics.median(cpu_us["forward-only"])))
     print(

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 Figures = dict[str, float | int | str | None]
@@ -92,6 +93,33 @@ def fmt(value: object) -> str:
     if isinstance(value, float):
         return f"{value:,.2f}"
     return str(value)
+
+
+def print_table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+    """A header and rows, each column right-aligned to its widest cell (figures through ``fmt``)."""
+    texts = [list(columns), *([fmt(cell) for cell in row] for row in rows)]
+    widths = [max(len(line[i]) for line in texts) for i in range(len(columns))]
+    for line in texts:
+        print("  ".join(cell.rjust(width) for cell, width in zip(line, widths, strict=True)))
+
+
+Row = Mapping[str, float | int | str]
+"""One measured run's figures by column."""
+
+
+def per_round(base: Sequence[Row], other: Sequence[Row], key: str, *, added: bool = False) -> list[float]:
+    """Each round's figure against the same round's baseline, as a ratio (or, ``added``, a difference).
+    Load that changes between rounds moves both runs of a round, so these are steadier than a ratio
+    of medians on a shared machine."""
+    pairs = [(float(b[key]), float(o[key])) for b, o in zip(base, other, strict=True)]
+    return [o - b if added else o / max(b, 1e-9) for b, o in pairs]
+
+
+def by_round(values: Sequence[float], spec: str, *, unit: str = "", note: str = "") -> str:
+    """Paired rounds as the benchmarks print them, each round then the median: ``1.076x, 0.860x
+    (median 0.968x)``; ``note`` closes the parenthesis (a target's verdict)."""
+    each = ", ".join(f"{v:{spec}}{unit}" for v in values)
+    return f"{each} (median {statistics.median(values):{spec}}{unit}{note})"
 
 
 def load_note() -> str:
