@@ -48,6 +48,7 @@ size) in ``broker_conf_overrides``, or its ``load()`` rejects the files.
 
 from __future__ import annotations
 
+import abc
 import atexit
 import base64
 import contextlib
@@ -72,6 +73,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 import yaml
 
@@ -604,7 +606,30 @@ DEFAULT_BROKER_CONF: dict[str, object] = {
     "osPageCacheBusyTimeOutMills": 10_000,
 }
 
-_live: weakref.WeakSet[RealRocketMQ | RealRocketMQProxy] = weakref.WeakSet()
+
+class _Launched(abc.ABC):
+    """What the launcher starts (a cluster, a proxy): started by ``with``, stopped at its end whatever
+    the end, and kept in ``_live`` from start to stop."""
+
+    @abc.abstractmethod
+    def start(self) -> Self: ...
+
+    @abc.abstractmethod
+    def stop(self, timeout: float = 30.0) -> None: ...
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+_live: weakref.WeakSet[_Launched] = weakref.WeakSet()
 """Clusters and proxies started and not yet stopped."""
 
 
@@ -616,7 +641,7 @@ def _stop_leftovers() -> None:
             instance.stop(timeout=10.0)
 
 
-class RealRocketMQ:
+class RealRocketMQ(_Launched):
     """A real name server and ``brokers`` real brokers of one version on free loopback ports.
 
     Arguments: ``version`` ("4.9" or "5", see ``resolve_version``); ``store_dir``: the
@@ -704,18 +729,6 @@ class RealRocketMQ:
             raise RealRocketMQError("RealRocketMQ is not started")
 
     # -- life cycle -----------------------------------------------------------------------------
-
-    def __enter__(self) -> RealRocketMQ:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> RealRocketMQ:
         with self._lock:
@@ -911,7 +924,7 @@ class RealRocketMQ:
         return "\n".join(lines)
 
 
-class RealRocketMQProxy:
+class RealRocketMQProxy(_Launched):
     """The real ``rocketmq-proxy`` (cluster mode) in front of any name server and its cluster.
 
     The gRPC front most RocketMQ 5 applications connect to: ``ProxyStartup -pc rmq-proxy.json -pm
@@ -967,17 +980,6 @@ class RealRocketMQProxy:
             "remotingListenPort": self.remoting_port,
             **self.config_overrides,
         }
-
-    def __enter__(self) -> RealRocketMQProxy:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> RealRocketMQProxy:
         if self.process is not None:
