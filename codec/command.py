@@ -38,6 +38,7 @@ from rmqtwin.codec.frame import (
     ONEWAY_FLAG,
     PREFIX_SIZE,
     RESPONSE_FLAG,
+    FlagBits,
     encode_frame,
     split_header,
 )
@@ -72,7 +73,7 @@ class JsonDialect(Enum):
 
 
 @dataclass(slots=True)
-class RemotingCommand:
+class RemotingCommand(FlagBits):
     """One request or response.
 
     ``code`` is a request code in requests and a response code in responses; codes and languages are
@@ -94,14 +95,6 @@ class RemotingCommand:
     body: bytes | None = None
     serialize_type: SerializeType = SerializeType.JSON
     ext_fields_capacity: int | None = field(default=_DEFAULT_MAP_CAPACITY, compare=False, repr=False)
-
-    @property
-    def is_response(self) -> bool:
-        return bool(self.flag & RESPONSE_FLAG)
-
-    @property
-    def is_oneway(self) -> bool:
-        return bool(self.flag & ONEWAY_FLAG)
 
     def ext(self, name: str, default: str | None = None) -> str | None:
         """One custom-header field, ``default`` when absent (also when there are no ext fields)."""
@@ -271,7 +264,6 @@ def _json_header(cmd: RemotingCommand, dialect: JsonDialect) -> bytes:
 _FIXED = struct.Struct(">HBHIIi")  # code, language, version, opaque, flag, remark length: 17 bytes
 _FIXED_DECODE = struct.Struct(">hBhiii")
 _INT = struct.Struct(">i")
-_UINT = struct.Struct(">I")
 _SHORT = struct.Struct(">h")
 _KEY_LEN = struct.Struct(">H")
 _MIN_BINARY_HEADER = _FIXED.size + 4
@@ -639,20 +631,15 @@ def decode_command_steps(
     Other frames are decoded in the first step."""
     if type(frame) is not bytes:
         frame = bytes(frame)
-    if len(frame) >= 4:
-        word = _UINT.unpack_from(frame)[0]
-        header_end = 4 + (word & 0xFFFFFF)
-        if word >> 24 == 1 and header_end <= len(frame):
-            body = frame[header_end:] if len(frame) > header_end else None
-            return (yield from _binary_steps(frame, header_end - 4, body, step))
+    try:
+        serialize_type, header_length = split_header(frame)
+    except FrameError:
+        return decode_command(frame)  # refuses it as it refuses any frame without a whole header
+    if serialize_type == SerializeType.ROCKETMQ:
+        header_end = 4 + header_length
+        body = frame[header_end:] if len(frame) > header_end else None
+        return (yield from _binary_steps(frame, header_length, body, step))
     return decode_command(frame)
-
-
-def header_length(frame: bytes | bytearray | memoryview) -> int:
-    """The header length a frame (without its length word) declares; 0 when it has none."""
-    if len(frame) < 4:
-        return 0
-    return int(_UINT.unpack_from(frame)[0] & 0xFFFFFF)
 
 
 def decode_command(frame: bytes | bytearray | memoryview) -> RemotingCommand:

@@ -34,10 +34,15 @@ from rmqtwin.codec.command import (
     decode_command,
     decode_command_steps,
     encode_command,
-    header_length,
 )
 from rmqtwin.codec.errors import CodecError
-from rmqtwin.codec.frame import DEFAULT_MAX_FRAME_SIZE, ONEWAY_FLAG, RESPONSE_FLAG, FrameDecoder
+from rmqtwin.codec.frame import (
+    DEFAULT_MAX_FRAME_SIZE,
+    ONEWAY_FLAG,
+    RESPONSE_FLAG,
+    FrameDecoder,
+    header_length,
+)
 
 __all__ = [
     "DecodeInSteps",

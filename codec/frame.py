@@ -24,10 +24,12 @@ __all__ = [
     "ONEWAY_FLAG",
     "PREFIX_SIZE",
     "RESPONSE_FLAG",
+    "FlagBits",
     "FrameDecoder",
     "FrameSplitter",
     "encode_frame",
     "frame_prefix",
+    "header_length",
     "split_header",
     "split_whole_frame",
     "whole_frame_prefix",
@@ -49,9 +51,26 @@ ONEWAY_FLAG = 2
 """``flag`` bit 1: the request expects no response (``RemotingCommand.RPC_ONEWAY``)."""
 
 _INT = struct.Struct(">i")
+_UINT = struct.Struct(">I")
 _PREFIX = struct.Struct(">iI")
 _UPREFIX = struct.Struct(">II")
 _MIN_LENGTH = 4  # the header-length word is mandatory
+
+
+class FlagBits:
+    """``isResponseType`` and ``isOnewayRPC``: what a header's ``flag`` says, for every class that
+    carries one (a decoded command, a proxy's peek at a frame)."""
+
+    __slots__ = ()
+    flag: int
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & RESPONSE_FLAG)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & ONEWAY_FLAG)
 
 
 class FrameDecoder:
@@ -247,6 +266,13 @@ def split_header(frame: bytes | bytearray | memoryview) -> tuple[int, int]:
     if header_length > len(frame) - 4:
         raise FrameError(f"decode error, bad header length: {header_length}")
     return (word >> 24) & 0xFF, header_length
+
+
+def header_length(frame: bytes | bytearray | memoryview) -> int:
+    """The header length a frame (without its length word) declares; 0 when it has none."""
+    if len(frame) < 4:
+        return 0
+    return int(_UINT.unpack_from(frame)[0] & HEADER_LENGTH_MASK)
 
 
 def whole_frame_prefix(frame: bytes | bytearray | memoryview) -> tuple[int, int] | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from rmqtwin.codec.frame import ONEWAY_FLAG, PREFIX_SIZE, RESPONSE_FLAG, whole_frame_prefix
+from rmqtwin.codec.frame import PREFIX_SIZE, FlagBits, whole_frame_prefix
 
 __all__ = [
     "CREDENTIAL_FIELDS",
@@ -35,7 +35,7 @@ _I32 = struct.Struct(">i")
 
 
 @dataclass(slots=True)
-class HeaderPeek:
+class HeaderPeek(FlagBits):
     """What a recorder or a statistics pass needs from a frame, without building a full command."""
 
     serialize_type: int
@@ -47,14 +47,6 @@ class HeaderPeek:
     remark: str | None = None
     ext_fields: dict[str, str] = field(default_factory=dict)
     header_length: int = 0
-
-    @property
-    def is_response(self) -> bool:
-        return bool(self.flag & RESPONSE_FLAG)
-
-    @property
-    def is_oneway(self) -> bool:
-        return bool(self.flag & ONEWAY_FLAG)
 
 
 def peek_header(frame: bytes | memoryview) -> HeaderPeek | None:
