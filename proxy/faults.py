@@ -43,7 +43,7 @@ from rmqtwin.codec.frame import (
     split_whole_frame,
     whole_frame_prefix,
 )
-from rmqtwin.codec.message import store_host_spans
+from rmqtwin.codec.message import SYSFLAG_POSITION, body_length_position, store_host_spans
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER
 from rmqtwin.proxy.session import Close, Command, Delay, Hook, Send
 from rmqtwin.proxy.wire import HeaderPeek, peek_header, peek_summary
@@ -486,6 +486,7 @@ def quick_code(frame: bytes, serialize_type: int, header_length: int) -> int | N
 
 
 _U32 = struct.Struct(">I")
+_I32 = struct.Struct(">i")
 
 
 def answer_frame(peek: HeaderPeek, code: int, remark: str | None) -> bytes:
@@ -503,18 +504,22 @@ def answer_frame(peek: HeaderPeek, code: int, remark: str | None) -> bytes:
     return encode_command(command)
 
 
+def _has_records(body: bytes) -> bool:
+    """Whether a pull answer's body is message records, one at least (the effects below change the
+    first one)."""
+    try:
+        return bool(store_host_spans(body))
+    except MessageDecodeError:
+        return False
+
+
 def corrupt_body(body: bytes) -> bytes | None:
     """A pull answer's body with the first byte of its first message body flipped (its body CRC no
     longer matches); None when there is no message body to corrupt."""
-    try:
-        spans = store_host_spans(body)
-    except MessageDecodeError:
+    if not _has_records(body):
         return None
-    if not spans:
-        return None
-    start, store_len = spans[0]
-    length_at = start + store_len + 4 + 8  # reconsumeTimes, preparedTransactionOffset
-    if struct.unpack_from(">i", body, length_at)[0] <= 0:
+    length_at = body_length_position(_I32.unpack_from(body, SYSFLAG_POSITION)[0])
+    if _I32.unpack_from(body, length_at)[0] <= 0:
         return None
     out = bytearray(body)
     out[length_at + 4] ^= 0xFF
@@ -523,11 +528,7 @@ def corrupt_body(body: bytes) -> bytes | None:
 
 def duplicate_body(body: bytes) -> bytes | None:
     """A pull answer's body with its first message record twice; None without a record."""
-    try:
-        spans = store_host_spans(body)
-    except MessageDecodeError:
-        return None
-    if not spans:
+    if not _has_records(body):
         return None
     return body[: _U32.unpack_from(body, 0)[0]] + body
 
