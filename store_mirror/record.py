@@ -113,9 +113,12 @@ class MessageExtBrokerInner(MessageExt):
         *,
         sys_flag: int | None = None,
         prepared_transaction_offset: int = 0,
+        store_host: tuple[str, int] | None = None,
+        reconsume_times: int | None = None,
     ) -> MessageExtBrokerInner:
-        """``msg`` put again under another topic, as a due delay-level or timer message and a committed
-        half message are: body, flag, born time and hosts and reconsume times carry over."""
+        """``msg`` put again under another topic, as a due delay-level or timer message, a committed
+        half message, a message sent back for retry and a POP revive are: body, flag, born time and
+        hosts and reconsume times carry over unless given."""
         return cls(
             topic=topic,
             body=msg.body,
@@ -126,8 +129,8 @@ class MessageExtBrokerInner(MessageExt):
             sys_flag=msg.sys_flag if sys_flag is None else sys_flag,
             born_timestamp=msg.born_timestamp,
             born_host=msg.born_host,
-            store_host=msg.store_host,
-            reconsume_times=msg.reconsume_times,
+            store_host=msg.store_host if store_host is None else store_host,
+            reconsume_times=msg.reconsume_times if reconsume_times is None else reconsume_times,
             prepared_transaction_offset=prepared_transaction_offset,
         )
 

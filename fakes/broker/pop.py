@@ -58,7 +58,6 @@ from rmqtwin.fakes.dispatch import (
     NOT_SET_REMARK,
     Channel,
     decode_header,
-    host_tuple,
     require_key,
     response,
 )
@@ -888,16 +887,12 @@ class PopProcessor:
         props = dict(msg.properties)
         if msg.reconsume_times == 0 or "1ST_POP_TIME" not in props:
             props["1ST_POP_TIME"] = str(checkpoint.pop_time)
-        inner = MessageExtBrokerInner(
-            topic=retry_topic,
-            body=msg.body,
-            queue_id=0,
-            flag=msg.flag,
-            properties=props,
-            properties_string=properties_to_string(props),
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=host_tuple(msg.born_host),
+        inner = MessageExtBrokerInner.moved(
+            msg,
+            retry_topic,
+            0,
+            props,
+            properties_to_string(props),
             store_host=self.store_host,
             reconsume_times=msg.reconsume_times + 1,
         )

@@ -519,17 +519,12 @@ class SendProcessor:
             props["DELAY"] = str(delay_level)
         if not props.get("ORIGIN_MESSAGE_ID"):
             props["ORIGIN_MESSAGE_ID"] = msg_ext.offset_msg_id
-        msg = MessageExtBrokerInner(
-            topic=new_topic,
-            body=msg_ext.body,
-            queue_id=queue_id,
-            flag=msg_ext.flag,
-            properties=props,
-            properties_string=properties_to_string(props),
-            sys_flag=msg_ext.sys_flag,
-            born_timestamp=msg_ext.born_timestamp,
-            born_host=host_tuple(msg_ext.born_host),
-            store_host=host_tuple(msg_ext.store_host),
+        msg = MessageExtBrokerInner.moved(
+            msg_ext,
+            new_topic,
+            queue_id,
+            props,
+            properties_to_string(props),
             reconsume_times=msg_ext.reconsume_times + 1,
         )
         result = self.store.put_message(msg)
