@@ -332,25 +332,15 @@ def raw_request(
     addr: str, code: int, ext: Mapping[str, str] | None = None, body: bytes | None = None
 ) -> tuple[int, str | None, bytes, dict[str, str]]:
     """One request through rmqtwin's codec over a fresh connection: (code, remark, body, ext fields)."""
-    import socket
-
     from rmqtwin.codec.command import create_request
-    from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
+    from rmqtwin.probe import NoAnswerError, invoke_sync
 
-    host, _, port = addr.rpartition(":")
-    conn = RemotingConnection()
-    with socket.create_connection((host, int(port)), timeout=15) as sock:
-        conn.send_request(create_request(code, dict(ext) if ext else None, body), now=0, timeout=15)
-        sock.sendall(conn.data_to_send())
-        while True:
-            data = sock.recv(65536)
-            if not data:
-                raise StepError(f"{addr} closed the connection before answering request code {code}")
-            for event in conn.receive_data(data):
-                if isinstance(event, ResponseReceived):
-                    answer = event.command
-                    fields = {str(k): str(v) for k, v in (answer.ext_fields or {}).items()}
-                    return int(answer.code), answer.remark, bytes(answer.body or b""), fields
+    try:
+        answer = invoke_sync(addr, create_request(code, dict(ext) if ext else None, body), timeout=15)
+    except NoAnswerError as exc:
+        raise StepError(str(exc)) from None
+    fields = {str(k): str(v) for k, v in (answer.ext_fields or {}).items()}
+    return int(answer.code), answer.remark, bytes(answer.body or b""), fields
 
 
 def _create_topic(

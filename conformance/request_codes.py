@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import sys
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +25,7 @@ from pathlib import Path
 
 from rmqtwin.codec.codes import CURRENT_VERSION_4, CURRENT_VERSION_5, RequestCode
 from rmqtwin.codec.command import create_request
-from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
+from rmqtwin.probe import invoke_sync
 
 __all__ = [
     "DATA_DIR",
@@ -66,21 +65,11 @@ class CodeAnswer:
 
 def probe_code(addr: str, code: int, *, version: int, timeout: float = ANSWER_TIMEOUT) -> CodeAnswer:
     """Send ``code`` without header or body on a fresh connection and wait for its answer."""
-    host, _, port = addr.rpartition(":")
-    conn = RemotingConnection()
     try:
-        with socket.create_connection((host, int(port)), timeout=timeout) as sock:
-            conn.send_request(create_request(code, version=version), now=0, timeout=timeout)
-            sock.sendall(conn.data_to_send())
-            while True:
-                data = sock.recv(65536)
-                if not data:
-                    return CodeAnswer(None, None)
-                for event in conn.receive_data(data):
-                    if isinstance(event, ResponseReceived):
-                        return CodeAnswer(int(event.command.code), event.command.remark)
-    except OSError:  # timed out (no answer) or reset
+        answer = invoke_sync(addr, create_request(code, version=version), timeout)
+    except OSError:  # timed out (no answer), closed or reset
         return CodeAnswer(None, None)
+    return CodeAnswer(int(answer.code), answer.remark)
 
 
 def probe(

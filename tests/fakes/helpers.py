@@ -4,7 +4,6 @@ synchronous request over a real socket for the tests of running servers."""
 from __future__ import annotations
 
 import os
-import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from rmqtwin.codec.connection import RemotingConnection, RequestReceived, Respon
 from rmqtwin.fakes.broker.controller import BrokerController
 from rmqtwin.fakes.config import BrokerConfig
 from rmqtwin.fakes.server import RemotingProtocol
+from rmqtwin.probe import invoke_sync
 from rmqtwin.store_mirror.flush import TwistedFlushDriver
 from rmqtwin.store_mirror.message_store import DefaultMessageStore, MessageStoreConfig
 
@@ -218,17 +218,7 @@ def call(
     version: int = CURRENT_VERSION_4,
 ) -> RemotingCommand:
     """One synchronous request over a fresh TCP connection (a 4.9.8 client's unless ``version``)."""
-    host, _, port = addr.rpartition(":")
-    conn = RemotingConnection()
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        conn.send_request(create_request(code, ext, body, version=version), now=0, timeout=10)
-        sock.sendall(conn.data_to_send())
-        while True:
-            data = sock.recv(65536)
-            assert data, "connection closed before the response"
-            for event in conn.receive_data(data):
-                if isinstance(event, ResponseReceived):
-                    return event.command
+    return invoke_sync(addr, create_request(code, ext, body, version=version), timeout=10)
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
