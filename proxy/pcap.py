@@ -403,31 +403,25 @@ class TcpReassembler:
         d = DIR_TO_SERVER if client_is_src else DIR_TO_CLIENT
         flows[key_fwd] = (flow, d)
         flows[(dst, src)] = (flow, 1 - d)
-        self._out.append(
-            event_record(
-                REC_OPEN,
-                mono_ns=ts,
-                wall_ns=ts,
-                conn_id=flow.conn_id,
-                client=flow.client,
-                server=flow.server,
-                data=b'{"kind":"pcap"}',
-            )
-        )
+        self._event(REC_OPEN, flow, ts, b'{"kind":"pcap"}')
         return flow, d
 
     def _close(self, flow: _Flow, ts: int, reason: str) -> None:
         flow.closed = True
         self._count_undelivered(flow)
+        self._event(REC_CLOSE, flow, ts, reason.encode())
+
+    def _event(self, rec_type: int, flow: _Flow, ts: int, data: bytes) -> None:
+        """A flow's OPEN or CLOSE record at the packet's time (a pcap has one clock for both stamps)."""
         self._out.append(
             event_record(
-                REC_CLOSE,
+                rec_type,
                 mono_ns=ts,
                 wall_ns=ts,
                 conn_id=flow.conn_id,
                 client=flow.client,
                 server=flow.server,
-                data=reason.encode(),
+                data=data,
             )
         )
 

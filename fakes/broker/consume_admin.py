@@ -33,6 +33,7 @@ from rmqtwin.codec.headers import (
     QueryCorrectionOffsetHeader,
     ViewBrokerStatsDataRequestHeader,
 )
+from rmqtwin.fakes.broker.topics import SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC
 from rmqtwin.fakes.dispatch import Channel, decode_header, require_key, response
 from rmqtwin.store_mirror.config import TOPIC_GROUP_SEPARATOR
 from rmqtwin.store_mirror.consume_queue import CQ_STORE_UNIT_SIZE
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
     from rmqtwin.store_mirror.message_store import MessageStore
 
 LONG_MAX = 2**63 - 1
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 
 
 @dataclass(eq=False, kw_only=True)

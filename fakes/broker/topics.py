@@ -14,9 +14,9 @@ from rmqtwin.codec.bodies import TopicConfigSerializeWrapper
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.fakes.config import BrokerConfig
 from rmqtwin.store_mirror.config import TopicConfig, TopicConfigManager
+from rmqtwin.store_mirror.record import SCHEDULE_TOPIC
 
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 BENCHMARK_TOPIC = "BenchmarkTest"
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
