@@ -57,7 +57,7 @@ class Lateness:
 
 def lateness(rows: pd.DataFrame) -> Lateness | None:
     """The lateness of the scheduled requests, None when nothing had a schedule (``max``)."""
-    timed = rows.dropna(subset=["scheduled_ms", "actual_ms"])
+    timed = rows.dropna(subset=["scheduled_ms", "actual_ms"]).reset_index(drop=True)  # (parts concatenated)
     if timed.empty:
         return None
     held = timed["held_ms"].fillna(0.0)

@@ -340,5 +340,9 @@ def test_the_replayers_own_late_tail_is_split_into_busy_no_core_and_asleep() -> 
     assert late is not None and late.tail == pytest.approx((3.0, 5.0, 2.0))
     late = lateness(rows(cpu=4.0, runq=15.0))  # the loop's step began before the request was due
     assert late is not None and late.tail == pytest.approx((0.0, 10.0, 0.0))
+    # the report reads the tasks' Parquet parts concatenated: their row labels repeat
+    parts = pd.concat([rows(cpu=3.0, runq=5.0), rows(cpu=3.0, runq=5.0)])
+    late = lateness(parts)
+    assert late is not None and late.tail == pytest.approx((3.0, 5.0, 2.0))
     old = rows(cpu=0.0, runq=0.0).drop(columns=["cpu_ms", "runq_ms"])  # rows written before the split
     assert lateness(old) is not None and lateness(old).tail is None  # type: ignore[union-attr]
