@@ -16,6 +16,7 @@ record, body or decoded row passes through the JVM: a task returns only counts, 
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import shutil
 import sys
@@ -128,6 +129,10 @@ def run_task(task: IngestTask, staging: str, raw: bool) -> TaskResult:
     result = TaskResult()
     sink = _Sink(Path(staging), task.index)
     progress = Path(staging) / "_progress" / f"task-{task.index:05d}"
+    # The walk allocates millions of short-lived rows, headers and dicts and makes no reference cycles:
+    # the cyclic collector only rescanned the live batches, about a sixth of the task's CPU.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         if task.commitlog is not None:
             for table, batch in _stored(task, result):
@@ -139,6 +144,8 @@ def run_task(task: IngestTask, staging: str, raw: bool) -> TaskResult:
                 else:
                     sink.add(table, batch)
     finally:
+        if collecting:
+            gc.enable()
         result.rows = sink.close()
     return result
 

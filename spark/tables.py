@@ -30,7 +30,8 @@ from rmqtwin.codec.headers import (
     send_v2_as_v1,
 )
 from rmqtwin.codec.message import (
-    MessageExt,
+    MessageConst,
+    MessageSysFlag,
     decode_batch,
     iter_message_records,
     string_to_properties,
@@ -38,7 +39,7 @@ from rmqtwin.codec.message import (
 from rmqtwin.proxy.capture import FLAG_DECODED, FLAG_RAW, REC_CLOSE, REC_FRAME, REC_OPEN
 from rmqtwin.proxy.wire import HeaderPeek, peek_header
 from rmqtwin.spark import schemas
-from rmqtwin.spark.sources import Row, message_values
+from rmqtwin.spark.sources import TRANSACTION_NAMES, Row, message_values
 
 __all__ = ["decode_tables", "exchanges_of", "frames_of", "hour_of", "messages_of", "tables_of"]
 
@@ -152,7 +153,8 @@ class _Pending:
     header: CommandCustomHeader | None
     base: list[object]
     """capture, conn_id, seq, wall_ns, mono_ns of the request; then client, server, hour."""
-    msgs: list[MessageExt]
+    msgs: list[list[object]]
+    """A send's messages as :data:`MESSAGE_COLUMNS` values (:func:`_sent`)."""
 
 
 def decode_tables(
@@ -371,32 +373,48 @@ def _request_info(
 # ----------------------------------------------------------------------------------------- messages
 
 
-def _sent(header: SendMessageRequestHeader, body: bytes, code: int) -> list[MessageExt]:
-    """The messages of a send request as the producer built them (a batch expanded)."""
-    template = dict(
-        topic=header.topic,
-        queue_id=header.queue_id if isinstance(header.queue_id, int) else 0,
-        sys_flag=header.sys_flag if isinstance(header.sys_flag, int) else 0,
-        born_timestamp=header.born_timestamp if isinstance(header.born_timestamp, int) else 0,
-        reconsume_times=header.reconsume_times or 0,
-    )
+_UNIQ_KEY = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+_TAGS, _KEYS = MessageConst.PROPERTY_TAGS, MessageConst.PROPERTY_KEYS
+
+
+def _sent(header: SendMessageRequestHeader, body: bytes, code: int, client: str) -> list[list[object]]:
+    """:data:`MESSAGE_COLUMNS` of the messages of a send request as the producer built them (a batch
+    expanded), before the answer says where they were stored: values straight from the header, no
+    ``MessageExt`` per message (its keyword construction cost more than the rest of the row)."""
+    queue_id = header.queue_id if isinstance(header.queue_id, int) else 0
+    sys_flag = header.sys_flag if isinstance(header.sys_flag, int) else 0
+    born = header.born_timestamp if isinstance(header.born_timestamp, int) else 0
+    reconsume = header.reconsume_times or 0
     if code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
-        return [
-            MessageExt(flag=item.flag, body=item.body, properties=item.properties, **template)  # type: ignore[arg-type]
-            for item in decode_batch(body)
-        ]
-    sys_flag = int(template["sys_flag"])  # type: ignore[call-overload]
+        transaction = _transaction_name(sys_flag)
+        out = []
+        for item in decode_batch(body):
+            props = item.properties
+            out.append(
+                [
+                    header.topic, queue_id, None, None, props.get(_UNIQ_KEY) or "", None,
+                    props.get(_TAGS), props.get(_KEYS), props, item.body, len(item.body), born,
+                    client, None, None, reconsume, sys_flag, item.flag, transaction, 0,
+                ]
+            )  # fmt: skip
+        return out
     if sys_flag & COMPRESSED_FLAG:
         body = decompress_body(body, sys_flag)
-        template["sys_flag"] = sys_flag & ~COMPRESSED_FLAG
+        sys_flag &= ~COMPRESSED_FLAG
+    props = string_to_properties(header.properties)
     return [
-        MessageExt(
-            flag=header.flag if isinstance(header.flag, int) else 0,
-            body=body,
-            properties=string_to_properties(header.properties),
-            **template,  # type: ignore[arg-type]
-        )
-    ]
+        [
+            header.topic, queue_id, None, None, props.get(_UNIQ_KEY) or "", None,
+            props.get(_TAGS), props.get(_KEYS), props, body, len(body), born, client, None, None,
+            reconsume, sys_flag, header.flag if isinstance(header.flag, int) else 0,
+            _transaction_name(sys_flag), 0,
+        ]
+    ]  # fmt: skip
+
+
+def _transaction_name(sys_flag: int) -> str:
+    kind = sys_flag & MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+    return TRANSACTION_NAMES.get(kind) or str(kind)
 
 
 def _message_frame(
@@ -425,7 +443,7 @@ def _message_frame(
         if code in SEND_CODES:
             if isinstance(header, SendMessageRequestHeader):
                 with contextlib.suppress(CodecError, ValueError):
-                    state.msgs = _sent(header, _body(data, peek), code)
+                    state.msgs = _sent(header, _body(data, peek), code, client)
             if rpc_flag & 2:  # oneway send: no answer will come
                 _send_answer(state, None, out)
                 return
@@ -451,43 +469,33 @@ def _message_frame(
         out.append((*base, i, *message_values(msg), hour))
 
 
-_M_QUEUE_OFFSET, _M_COMMITLOG_OFFSET, _M_OFFSET_MSG_ID = 2, 3, 5
-_M_BORN_HOST, _M_STORE_TIMESTAMP, _M_STORE_HOST = 12, 13, 14
+_M_QUEUE_ID, _M_QUEUE_OFFSET, _M_COMMITLOG_OFFSET, _M_MSG_ID, _M_OFFSET_MSG_ID = 1, 2, 3, 4, 5
 
 
 def _send_answer(state: _Pending, peek: HeaderPeek | None, out: list[Sequence[object]]) -> None:
     """``sent`` rows of a send request, with where its answer says the broker stored them."""
-    msgs = state.msgs
     capture, conn_id, seq, wall, mono, client, server, hour = state.base
     group = getattr(state.header, "producer_group", None)
+    code = state.code
     if peek is not None and peek.code in STORED_SEND_CODES:
-        answer = _header(state.code, peek.ext_fields, response=True)
+        answer = _header(code, peek.ext_fields, response=True)
         ids = str(getattr(answer, "msg_id", "") or "").split(",")
         queue_id = getattr(answer, "queue_id", None)
         first = getattr(answer, "queue_offset", None)
-        for i, msg in enumerate(msgs):
+        for i, values in enumerate(state.msgs):
             if isinstance(queue_id, int):
-                msg.queue_id = queue_id
+                values[_M_QUEUE_ID] = queue_id
             if isinstance(first, int):
-                msg.queue_offset = first + i
+                values[_M_QUEUE_OFFSET] = first + i if first + i >= 0 else None
+            else:
+                values[_M_QUEUE_OFFSET] = 0
             if i < len(ids) and ids[i]:
-                msg.msg_id = ids[i]
-    else:
-        for msg in msgs:
-            msg.queue_offset = -1
-    for i, msg in enumerate(msgs):
-        values = message_values(msg)
-        if not msg.msg_id:
-            values[_M_OFFSET_MSG_ID] = None
-        if msg.queue_offset < 0:
-            values[_M_QUEUE_OFFSET] = None
-        values[_M_COMMITLOG_OFFSET] = _commitlog_offset(msg.msg_id)
-        values[_M_STORE_TIMESTAMP] = None
-        values[_M_STORE_HOST] = None
-        values[_M_BORN_HOST] = client
-        out.append(
-            (capture, conn_id, seq, wall, mono, "sent", state.code, group, client, server, i, *values, hour)
-        )
+                offset_msg_id = ids[i]
+                values[_M_OFFSET_MSG_ID] = offset_msg_id
+                values[_M_MSG_ID] = values[_M_MSG_ID] or offset_msg_id
+                values[_M_COMMITLOG_OFFSET] = _commitlog_offset(offset_msg_id)
+    for i, values in enumerate(state.msgs):
+        out.append((capture, conn_id, seq, wall, mono, "sent", code, group, client, server, i, *values, hour))
 
 
 def _commitlog_offset(offset_msg_id: str) -> int | None:
