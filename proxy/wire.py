@@ -99,16 +99,19 @@ def _peek_json(header: bytes, header_length: int) -> HeaderPeek | None:
     ext = obj.get("extFields") or {}
     if not isinstance(ext, dict):
         return None
+    get = obj.get
+    # positional arguments, and values converted only when not str already (JSON keys always are):
+    # this runs for every frame a statistics pass or an ingest reads
     return HeaderPeek(
-        serialize_type=0,
-        code=int(obj.get("code", 0)),
-        opaque=int(obj.get("opaque", 0)),
-        flag=int(obj.get("flag", 0)),
-        language=obj.get("language"),
-        version=obj.get("version"),
-        remark=obj.get("remark"),
-        ext_fields={str(k): "" if v is None else str(v) for k, v in ext.items()},
-        header_length=header_length,
+        0,
+        int(get("code", 0)),
+        int(get("opaque", 0)),
+        int(get("flag", 0)),
+        get("language"),
+        get("version"),
+        get("remark"),
+        {k: v if type(v) is str else "" if v is None else str(v) for k, v in ext.items()},
+        header_length,
     )
 
 
