@@ -49,33 +49,22 @@ def _type(t: pa.DataType) -> str:
 
 
 def record_batch(rows: Sequence[Sequence[object]], schema: pa.Schema) -> pa.RecordBatch:
-    """Rows (tuples in ``schema``'s order) as one Arrow batch. A ``map<string,string>`` value is a
-    ``dict`` (or ``None``), flattened into keys and items: converting a list of dicts or pairs as such
-    costs more than the rest of a ``frames`` row."""
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
-    arrays = []
-    for values, f in zip(columns, schema, strict=True):
-        if f.type == _MAP:
-            offsets: list[int | None] = [0]
-            keys: list[str] = []
-            items: list[str] = []
-            nulls = False
-            for value in values:
-                if value is None:
-                    nulls = True
-                else:
-                    keys.extend(value)
-                    items.extend(value.values())
-                offsets.append(len(keys))
-            mask = pa.array([v is None for v in values], pa.bool_()) if nulls else None
-            arrays.append(
-                pa.MapArray.from_arrays(
-                    pa.array(offsets, _I32), pa.array(keys, _STR), pa.array(items, _STR), type=_MAP, mask=mask
-                )
-            )
-        else:
-            arrays.append(pa.array(values, type=f.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    """Rows (tuples, or sequences made tuples here, in ``schema``'s order; a ``map<string,string>``
+    value a ``dict`` or ``None``) as one Arrow batch, converted as one struct column by Arrow in a
+    single pass: transposing the rows in Python and converting column by column cost about a fifth
+    more (``frames``, ``messages``)."""
+    rows = [row if type(row) is tuple else tuple(row) for row in rows]
+    return pa.RecordBatch.from_struct_array(pa.array(rows, type=_struct(schema)))
+
+
+_STRUCTS: dict[pa.Schema, pa.StructType] = {}
+
+
+def _struct(schema: pa.Schema) -> pa.StructType:
+    found = _STRUCTS.get(schema)
+    if found is None:
+        found = _STRUCTS[schema] = pa.struct(list(schema))
+    return found
 
 
 RECORDS = pa.schema(
