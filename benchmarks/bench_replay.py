@@ -138,6 +138,15 @@ def load() -> str:
     return f"load {one:.1f} {five:.1f} {fifteen:.1f}"
 
 
+def stolen_ms() -> float:
+    """The machine's steal time so far (/proc/stat, all CPUs): a virtual CPU the host ran something else
+    on. A thread on a stolen CPU is neither running nor waiting for a core to the kernel: its lateness
+    reads as asleep."""
+    with open("/proc/stat") as stat:
+        fields = stat.readline().split()
+    return int(fields[8]) * 1000 / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
 def replay_rate(capture: Path, namesrv: str, out: Path, master: str | None) -> tuple[float, int, float]:
     """(answered sends per second, sends answered SUCCESS, job wall seconds); ``master`` None is local[2]
     in this process, a URL runs ``rmqtwin spark replay --master URL`` as a user would."""
@@ -224,11 +233,11 @@ def engine_lateness(capture: Path, namesrv: str) -> tuple[float, Lateness, str]:
     span = (issued["scheduled_ms"].max() - issued["scheduled_ms"].min()) / 1000 or 1.0
     late = lateness_of(rows)
     assert late is not None
-    before, *after = collections or [0]  # the engine's full collection before the start, then the rest
     spent = (
         f"the loop's CPU {cpu / 1e6 / len(rows) * 1000:.0f} µs a request ({cpu / 1e9:.2f} s), "
-        f"waited {waited / 1e9:.2f} s for a core; the collection before the start {before / 1e6:.1f} ms, "
-        f"{len(after)} after it ({sum(after) / 1e6:.1f} ms: the collector is off while the loop runs)"
+        f"waited {waited / 1e9:.2f} s for a core; {len(collections)} collections in the call, "
+        f"{sum(collections) / 1e6:.1f} ms, the longest {max(collections, default=0) / 1e6:.1f} ms "
+        "(before the start and after the end: the collector is off while the loop runs)"
     )
     return len(issued) / span, late, spent
 
@@ -343,10 +352,14 @@ def main(argv: list[str] | None = None) -> int:
                         flush=True,
                     )
                 if name == "twin" and "local" in masters:
+                    stolen = stolen_ms()
                     rps, late = lateness(paced, namesrv, work / "out-lateness")
                     print(lateness_line(f"on {name}, local[2]", rps, late), flush=True)
+                    print(f"  steal during it: {stolen_ms() - stolen:.0f} ms of the 2 CPUs", flush=True)
                 if name == "twin" and args.engine:
+                    stolen = stolen_ms()
                     rps, late, spent = engine_lateness(paced, namesrv)
+                    spent += f"; steal during it {stolen_ms() - stolen:.0f} ms of the 2 CPUs"
                     print(lateness_line(f"on {name}, the engine alone", rps, late), flush=True)
                     print(f"  engine alone: {spent}", flush=True)
                 replays: list[tuple[str, float, int, float]] = []
