@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from rmqtwin.codec.codes import RequestCode
 from rmqtwin.codec.command import RemotingCommand
 from rmqtwin.codec.headers import CreateTopicRequestHeader, EndTransactionRequestHeader, to_ext_fields
-from rmqtwin.codec.message.record import decode_message_records
+from rmqtwin.codec.message import MessageSysFlag, decode_message_records
 from rmqtwin.conformance.bad_inputs import Channel, batch_item, pull_ext, send_ext, v2
 from rmqtwin.fakes.pytest_plugin import RunningTwin, start_subprocess
 
@@ -52,8 +52,6 @@ CONSUMER_GROUP = "CG_kill9"
 QUEUES = 4
 BATCH = 3
 PAGE = 4096
-TRANSACTION_PREPARED_TYPE = 4  # MessageSysFlag
-TRANSACTION_COMMIT_TYPE = 8
 SETTLE = 15.0
 """How long the check waits for the restarted twin's consume queues to show every message."""
 
@@ -146,7 +144,7 @@ class Sender(threading.Thread):
 
     def _transaction(self, bodies: list[str], queue_id: int) -> None:
         ext = send_ext(TOPIC, queue_id=queue_id, group=PRODUCER_GROUP)
-        ext["sysFlag"] = str(TRANSACTION_PREPARED_TYPE)
+        ext["sysFlag"] = str(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
         ext["properties"] = _props(UNIQ_KEY=bodies[0], WAIT="true", TRAN_MSG="true", PGROUP=PRODUCER_GROUP)
         half = self.channel.call(RequestCode.SEND_MESSAGE_V2, v2(ext), bodies[0].encode())
         offsets = _offsets(half.ext("msgId"))
@@ -156,7 +154,7 @@ class Sender(threading.Thread):
             producer_group=PRODUCER_GROUP,
             tran_state_table_offset=int(half.ext("queueOffset") or "0"),
             commit_log_offset=offsets[0],
-            commit_or_rollback=TRANSACTION_COMMIT_TYPE,
+            commit_or_rollback=MessageSysFlag.TRANSACTION_COMMIT_TYPE,
             from_transaction_check=False,
             msg_id=bodies[0],
             transaction_id=half.ext("transactionId") or bodies[0],

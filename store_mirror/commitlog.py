@@ -18,6 +18,8 @@ from rmqtwin.codec.message import (
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
     Buffer,
+    MessageConst,
+    MessageSysFlag,
     create_offset_msg_id,
     encode_message_record,
     fill_append_fields,
@@ -26,15 +28,7 @@ from rmqtwin.codec.message import (
 )
 from rmqtwin.store_mirror.mapped_file import COMMITLOG_WARM_CHUNK, MappedFile, MappedFileQueue
 from rmqtwin.store_mirror.record import (
-    PROPERTY_DELAY,
-    PROPERTY_KEYS,
-    PROPERTY_REAL_QID,
-    PROPERTY_REAL_TOPIC,
-    PROPERTY_UNIQ_KEY,
     SCHEDULE_TOPIC,
-    TRANSACTION_COMMIT_TYPE,
-    TRANSACTION_NOT_TYPE,
-    TRANSACTION_TYPE_MASK,
     DelayTimeFn,
     DispatchRequest,
     MessageExtBrokerInner,
@@ -231,12 +225,12 @@ class CommitLog:
     def _rewrite_schedule(self, msg: MessageExtBrokerInner) -> None:
         """4.9.8 ``asyncPutMessage``: a delayed message goes to SCHEDULE_TOPIC_XXXX, queue level-1."""
         if (
-            msg.tran_type not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
+            msg.tran_type not in (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
             or msg.topic == SCHEDULE_TOPIC
         ):
             return
         props = msg.properties if msg.properties else string_to_properties(msg.get_properties_string())
-        level_text = props.get(PROPERTY_DELAY)
+        level_text = props.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL)
         if not level_text:
             return
         level = int(level_text)
@@ -244,9 +238,9 @@ class CommitLog:
             return
         if level > self.delay.max_level:
             level = self.delay.max_level
-            props[PROPERTY_DELAY] = str(level)
-        props[PROPERTY_REAL_TOPIC] = msg.topic
-        props[PROPERTY_REAL_QID] = str(msg.queue_id)
+            props[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(level)
+        props[MessageConst.PROPERTY_REAL_TOPIC] = msg.topic
+        props[MessageConst.PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
         msg.set_properties(in_java_hash_map_order(props))
         msg.topic = SCHEDULE_TOPIC
         msg.queue_id = level - 1
@@ -261,7 +255,8 @@ class CommitLog:
         if not batch:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         if len(batch) > 1 and any(
-            m.tran_type != TRANSACTION_NOT_TYPE or (m.get_property(PROPERTY_DELAY) or "0") not in ("", "0")
+            m.tran_type != MessageSysFlag.TRANSACTION_NOT_TYPE
+            or (m.get_property(MessageConst.PROPERTY_DELAY_TIME_LEVEL) or "0") not in ("", "0")
             for m in batch
         ):
             # CommitLog.asyncPutMessages: batches may carry neither transactions nor delay levels
@@ -304,8 +299,11 @@ class CommitLog:
                 first = batch[0]
                 key = f"{first.topic}-{first.queue_id}"
                 queue_offset = self.topic_queue_table.get(key, 0)
-                tran = first.sys_flag & TRANSACTION_TYPE_MASK
-                advances = tran in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
+                tran = MessageSysFlag.get_transaction_value(first.sys_flag)
+                advances = tran in (
+                    MessageSysFlag.TRANSACTION_NOT_TYPE,
+                    MessageSysFlag.TRANSACTION_COMMIT_TYPE,
+                )
                 msg_ids: list[str] = []
                 requests: list[DispatchRequest] = []
                 phy = wrote_offset
@@ -397,8 +395,8 @@ class CommitLog:
             compute_tags_code(msg.topic, props, store_ts, self.delay),
             store_ts,
             queue_offset,
-            props.get(PROPERTY_KEYS, ""),
-            props.get(PROPERTY_UNIQ_KEY),
+            props.get(MessageConst.PROPERTY_KEYS, ""),
+            props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
             msg.sys_flag,
             msg.prepared_transaction_offset,
             props,

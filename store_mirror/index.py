@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rmqtwin.codec.java import java_string_hash
+from rmqtwin.codec.message import MessageSysFlag
 from rmqtwin.store_mirror.layouts import (
     INDEX_ENTRY,
     INDEX_ENTRY_SIZE,
@@ -21,8 +22,6 @@ from rmqtwin.store_mirror.layouts import (
     index_file_size,
 )
 from rmqtwin.store_mirror.record import (
-    TRANSACTION_ROLLBACK_TYPE,
-    TRANSACTION_TYPE_MASK,
     DispatchRequest,
 )
 
@@ -270,7 +269,7 @@ class IndexService:
             return
         if req.commit_log_offset < f.end_phy_offset:
             return
-        if req.sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
+        if MessageSysFlag.get_transaction_value(req.sys_flag) == MessageSysFlag.TRANSACTION_ROLLBACK_TYPE:
             return
         keys: list[str] = []
         if req.uniq_key is not None:

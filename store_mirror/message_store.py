@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from rmqtwin.codec.errors import CodecError
-from rmqtwin.codec.message import MessageExt, decode_message_record
+from rmqtwin.codec.message import MessageConst, MessageExt, MessageSysFlag, decode_message_record
 from rmqtwin.store_mirror.checkpoint import StoreCheckpoint
 from rmqtwin.store_mirror.commitlog import (
     AppendMessageResult,
@@ -33,11 +33,7 @@ from rmqtwin.store_mirror.consume_queue import ConsumeQueue, PathOutsideStoreErr
 from rmqtwin.store_mirror.index import IndexFile, IndexService
 from rmqtwin.store_mirror.layouts import CQ_ENTRY, CQ_STORE_UNIT_SIZE
 from rmqtwin.store_mirror.record import (
-    PROPERTY_WAIT,
     SCHEDULE_TOPIC,
-    TRANSACTION_COMMIT_TYPE,
-    TRANSACTION_NOT_TYPE,
-    TRANSACTION_TYPE_MASK,
     DelayTimeFn,
     DispatchRequest,
     MessageExtBrokerInner,
@@ -519,8 +515,8 @@ class DefaultMessageStore:
     # ---- dispatch
 
     def _dispatch(self, req: DispatchRequest) -> None:
-        tran = req.sys_flag & TRANSACTION_TYPE_MASK
-        if tran in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+        tran = MessageSysFlag.get_transaction_value(req.sys_flag)
+        if tran in (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE):
             cq = self.find_consume_queue(req.topic, req.queue_id)
             cq.put_message_position_info(
                 req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset
@@ -552,7 +548,9 @@ class DefaultMessageStore:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         result = self.commit_log.put_messages(batch)
         if result.is_ok():
-            result.wait_store_msg_ok = batch[0].get_property(PROPERTY_WAIT) != "false"
+            result.wait_store_msg_ok = (
+                batch[0].get_property(MessageConst.PROPERTY_WAIT_STORE_MSG_OK) != "false"
+            )
         return result
 
     def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:

@@ -20,7 +20,6 @@ from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.java import java_string_hash
 from rmqtwin.codec.message import (
     BLANK_MAGIC_CODE,
-    BORN_HOST_POSITION,
     END_FILE_MIN_BLANK_LENGTH,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
@@ -29,13 +28,13 @@ from rmqtwin.codec.message import (
     MessageConst,
     MessageExt,
     MessageSysFlag,
+    body_length_position,
     decode_message_record,
     encode_blank_record,
 )
 from rmqtwin.codec.message import properties_to_string as _codec_properties_to_string
 
 __all__ = [
-    "MULTI_TAGS_FLAG",
     "SCHEDULE_TOPIC",
     "DelayTimeFn",
     "DispatchRequest",
@@ -45,22 +44,6 @@ __all__ = [
     "properties_to_string",
     "record_size",
 ]
-
-MULTI_TAGS_FLAG = MessageSysFlag.MULTI_TAGS_FLAG
-BORNHOST_V6_FLAG = MessageSysFlag.BORNHOST_V6_FLAG
-TRANSACTION_TYPE_MASK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
-TRANSACTION_NOT_TYPE = MessageSysFlag.TRANSACTION_NOT_TYPE
-TRANSACTION_PREPARED_TYPE = MessageSysFlag.TRANSACTION_PREPARED_TYPE
-TRANSACTION_COMMIT_TYPE = MessageSysFlag.TRANSACTION_COMMIT_TYPE
-TRANSACTION_ROLLBACK_TYPE = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
-
-PROPERTY_KEYS = MessageConst.PROPERTY_KEYS
-PROPERTY_TAGS = MessageConst.PROPERTY_TAGS
-PROPERTY_UNIQ_KEY = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
-PROPERTY_DELAY = MessageConst.PROPERTY_DELAY_TIME_LEVEL
-PROPERTY_REAL_TOPIC = MessageConst.PROPERTY_REAL_TOPIC
-PROPERTY_REAL_QID = MessageConst.PROPERTY_REAL_QUEUE_ID
-PROPERTY_WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 
@@ -100,7 +83,7 @@ class MessageExtBrokerInner(MessageExt):
 
     @property
     def tran_type(self) -> int:
-        return self.sys_flag & TRANSACTION_TYPE_MASK
+        return MessageSysFlag.get_transaction_value(self.sys_flag)
 
     @classmethod
     def moved(
@@ -192,10 +175,10 @@ def compute_tags_code(
     topic: str, props: Mapping[str, str], store_timestamp: int, delay: DelayTimeFn | None
 ) -> int:
     """The consume-queue tagsCode: tags hash, or the delivery time for SCHEDULE_TOPIC_XXXX."""
-    tags = props.get(PROPERTY_TAGS)
+    tags = props.get(MessageConst.PROPERTY_TAGS)
     code = _tags_hash(tags) if tags else 0
     if topic == SCHEDULE_TOPIC and delay is not None:
-        level = props.get(PROPERTY_DELAY)
+        level = props.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL)
         if level is not None:
             deliver = delay(int(level), store_timestamp)
             if deliver is not None:
@@ -242,8 +225,8 @@ def check_message_and_return_size(
         compute_tags_code(msg.topic, props, msg.store_timestamp, delay),
         msg.store_timestamp,
         msg.queue_offset,
-        props.get(PROPERTY_KEYS, ""),
-        props.get(PROPERTY_UNIQ_KEY),
+        props.get(MessageConst.PROPERTY_KEYS, ""),
+        props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
         msg.sys_flag,
         msg.prepared_transaction_offset,
         props,
@@ -270,9 +253,7 @@ def record_size(
         return -1
     try:
         (sys_flag,) = _I32.unpack_from(buf, pos + SYSFLAG_POSITION)
-        # born host, store timestamp, store host, reconsumeTimes, preparedTransactionOffset, bodyLength
-        at = pos + BORN_HOST_POSITION + (20 if sys_flag & BORNHOST_V6_FLAG else 8) + 8
-        at += (20 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else 8) + 4 + 8
+        at = pos + body_length_position(sys_flag)
         (body_len,) = _I32.unpack_from(buf, at)
         body_at = at + 4
         at = body_at + body_len

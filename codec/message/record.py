@@ -158,9 +158,17 @@ def store_host_position(sys_flag: int) -> int:
     return store_timestamp_position(sys_flag) + 8
 
 
+_HOST_V6_FLAGS = MessageSysFlag.BORNHOST_V6_FLAG | MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
+_BODY_LENGTH_POSITIONS = {
+    flags: store_host_position(flags) + host_length(flags, MessageSysFlag.STOREHOSTADDRESS_V6_FLAG) + 12
+    for flags in (0, MessageSysFlag.BORNHOST_V6_FLAG, MessageSysFlag.STOREHOSTADDRESS_V6_FLAG, _HOST_V6_FLAGS)
+}
+
+
 def body_length_position(sys_flag: int) -> int:
-    """Where BODYLENGTH sits: after the store host, RECONSUMETIMES and PREPAREDTRANSACTIONOFFSET."""
-    return store_host_position(sys_flag) + host_length(sys_flag, MessageSysFlag.STOREHOSTADDRESS_V6_FLAG) + 12
+    """Where BODYLENGTH sits: after the store host, RECONSUMETIMES and PREPAREDTRANSACTIONOFFSET (one
+    look-up by the two host-width bits: a clean restart's scan asks it of every record)."""
+    return _BODY_LENGTH_POSITIONS[sys_flag & _HOST_V6_FLAGS]
 
 
 def read_store_timestamp(buf: Buffer, pos: int = 0) -> int:

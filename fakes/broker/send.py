@@ -25,6 +25,7 @@ from rmqtwin.codec.headers import (
     send_v2_as_v1,
 )
 from rmqtwin.codec.message import (
+    MessageSysFlag,
     UniqIdGenerator,
     decode_batch,
     encode_message_record,
@@ -61,7 +62,6 @@ from rmqtwin.fakes.dispatch import (
 )
 from rmqtwin.store_mirror.commitlog import PutMessageResult, PutMessageStatus
 from rmqtwin.store_mirror.record import (
-    MULTI_TAGS_FLAG,
     MessageExtBrokerInner,
     properties_to_string,
 )
@@ -244,7 +244,7 @@ class SendProcessor:
                 delay_to_zero = True
         sys_flag = header.sys_flag
         if config.topic_filter_type == "MULTI_TAG":
-            sys_flag |= MULTI_TAGS_FLAG
+            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
         props = string_to_properties(header.properties or "")
         if delay_to_zero:
             # 4.9.8 sets DELAY=0 before the request's properties replace the map: a client DELAY survives.
@@ -325,7 +325,7 @@ class SendProcessor:
             )
         sys_flag = header.sys_flag
         if config.topic_filter_type == "MULTI_TAG":
-            sys_flag |= MULTI_TAGS_FLAG
+            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
         props = string_to_properties(header.properties or "")
         props["CLUSTER"] = self.config.broker_cluster_name
         batch_props = properties_to_string(props)

@@ -26,15 +26,11 @@ from rmqtwin.codec.headers import (
     from_ext_fields,
 )
 from rmqtwin.codec.java import in_java_hash_map_order
-from rmqtwin.codec.message import MessageConst, MessageExt, decode_offset_msg_id
+from rmqtwin.codec.message import MessageConst, MessageExt, MessageSysFlag, decode_offset_msg_id
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from rmqtwin.fakes.dispatch import Channel, response
 from rmqtwin.store_mirror.commitlog import PutMessageStatus
 from rmqtwin.store_mirror.record import (
-    TRANSACTION_COMMIT_TYPE,
-    TRANSACTION_NOT_TYPE,
-    TRANSACTION_ROLLBACK_TYPE,
-    TRANSACTION_TYPE_MASK,
     MessageExtBrokerInner,
     properties_to_string,
 )
@@ -81,7 +77,9 @@ class TransactionService:
         props = dict(msg.properties)
         props["REAL_TOPIC"] = msg.topic
         props["REAL_QID"] = str(msg.queue_id)
-        msg.sys_flag &= ~TRANSACTION_TYPE_MASK
+        msg.sys_flag = MessageSysFlag.reset_transaction_value(
+            msg.sys_flag, MessageSysFlag.TRANSACTION_NOT_TYPE
+        )
         msg.topic = TRANS_HALF_TOPIC
         msg.queue_id = 0
         msg.properties = props
@@ -97,7 +95,7 @@ class TransactionService:
         if self.config.broker_role == "SLAVE":
             return response(ResponseCode.SLAVE_NOT_AVAILABLE)
         kind = header.commit_or_rollback
-        if kind not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
+        if kind not in (MessageSysFlag.TRANSACTION_COMMIT_TYPE, MessageSysFlag.TRANSACTION_ROLLBACK_TYPE):
             return None
         commit_log_offset = header.commit_log_offset
         half = self.store.look_message_by_offset(commit_log_offset)
@@ -113,7 +111,7 @@ class TransactionService:
         if half.commitlog_offset != commit_log_offset:
             return response(ResponseCode.SYSTEM_ERROR, "The commit log offset wrong")
         answer = response()
-        if kind == TRANSACTION_COMMIT_TYPE:
+        if kind == MessageSysFlag.TRANSACTION_COMMIT_TYPE:
             stored = properties_to_string(props)
             props["WAIT"] = "false"
             props.pop("TRAN_MSG", None)
@@ -124,7 +122,9 @@ class TransactionService:
                 int(props.get("REAL_QID", "0")),
                 props,
                 stored,
-                sys_flag=(half.sys_flag & ~TRANSACTION_TYPE_MASK) | TRANSACTION_COMMIT_TYPE,
+                sys_flag=MessageSysFlag.reset_transaction_value(
+                    half.sys_flag, MessageSysFlag.TRANSACTION_COMMIT_TYPE
+                ),
                 prepared_transaction_offset=commit_log_offset,
             )
             result = self.store.put_message(inner)
@@ -233,7 +233,7 @@ class TransactionService:
             queue_id=queue_id,
             properties=props,
             properties_string=properties_to_string(props),
-            sys_flag=TRANSACTION_NOT_TYPE,
+            sys_flag=MessageSysFlag.TRANSACTION_NOT_TYPE,
             born_timestamp=self.now_ms(),
             born_host=self.store_host,
             store_host=self.store_host,

@@ -7,13 +7,13 @@ import struct
 
 from rmqtwin.codec.java import java_string_hash
 from rmqtwin.codec.message import (
+    MessageSysFlag,
     create_offset_msg_id,
     decode_message_record,
 )
 from rmqtwin.store_mirror.commitlog import PutMessageStatus
 from rmqtwin.store_mirror.layouts import CQ_ENTRY, BlankRecord, ConsumeQueueEntry
 from rmqtwin.store_mirror.message_store import GetMessageStatus
-from rmqtwin.store_mirror.record import TRANSACTION_PREPARED_TYPE
 
 from .conftest import STORE_HOST, StoreFactory, make_msg, small_config
 
@@ -139,7 +139,9 @@ def test_get_message_filters_on_tags_code(stores: StoreFactory) -> None:
 
 def test_prepared_messages_take_no_queue_offset_and_skip_the_queue(stores: StoreFactory) -> None:
     store = stores.open()
-    half = store.put_message(make_msg(topic="RMQ_SYS_TRANS_HALF_TOPIC", sys_flag=TRANSACTION_PREPARED_TYPE))
+    half = store.put_message(
+        make_msg(topic="RMQ_SYS_TRANS_HALF_TOPIC", sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+    )
     assert half.append is not None and half.append.logics_offset == 0
     raw = store.select_one_message_by_offset(half.append.wrote_offset)
     assert raw is not None and decode_message_record(raw)[0].queue_offset == 0
@@ -196,6 +198,6 @@ def test_batches_with_delay_or_transactions_are_illegal(stores: StoreFactory) ->
     store = stores.open()
     delayed = store.put_messages([make_msg(), make_msg(extra={"DELAY": "2"})])
     assert delayed.status is PutMessageStatus.MESSAGE_ILLEGAL
-    prepared = store.put_messages([make_msg(sys_flag=TRANSACTION_PREPARED_TYPE), make_msg()])
+    prepared = store.put_messages([make_msg(sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE), make_msg()])
     assert prepared.status is PutMessageStatus.MESSAGE_ILLEGAL
     assert store.get_max_phy_offset() == 0
