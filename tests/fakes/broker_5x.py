@@ -40,7 +40,11 @@ class Broker:
         assert answer.code == ResponseCode.SUCCESS, (answer.code, answer.remark)
         return fastjson.loads(answer.body or b"")
 
-    def send(self, topic: str, properties: str, code: int = RequestCode.SEND_MESSAGE_V2) -> RemotingCommand:
+    def send(
+        self, topic: str, properties: str, code: int = RequestCode.SEND_MESSAGE_V2, body: bytes = b"body"
+    ) -> RemotingCommand:
+        """A send as the 5.x producer writes it: SEND_MESSAGE's named header, SEND_MESSAGE_V2's and
+        SEND_BATCH_MESSAGE's letters (a batch's ``body`` from ``encode_batch``)."""
         if code == RequestCode.SEND_MESSAGE:
             return self.call(
                 code,
@@ -58,7 +62,7 @@ class Broker:
                     "unitMode": "false",
                     "batch": "false",
                 },
-                b"body",
+                body,
             )
         ext = {
             "a": "PG_5x",
@@ -72,9 +76,9 @@ class Broker:
             "i": properties,
             "j": "0",
             "k": "false",
-            "m": "false",
+            "m": "true" if code == RequestCode.SEND_BATCH_MESSAGE else "false",
         }
-        return self.call(code, ext, b"body")
+        return self.call(code, ext, body)
 
 
 def broker_target(

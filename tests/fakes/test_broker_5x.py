@@ -194,23 +194,8 @@ def test_send_answers_carry_the_transaction_id(broker: Broker, unique_name: Call
     assert re.fullmatch(r"[0-9A-F]{32}", (sent.ext_fields or {})["transactionId"])
     # A batch answers its own (batch-level) unique id.
     body = encode_batch([Message(topic=topic, body=b"one", properties={"UNIQ_KEY": uniq[:-1] + "2"})])
-    batch = broker.call(
-        RequestCode.SEND_BATCH_MESSAGE,
-        {
-            "a": "PG_5x",
-            "b": topic,
-            "c": "TBW102",
-            "d": "4",
-            "e": "0",
-            "f": "0",
-            "g": "0",
-            "h": "0",
-            "i": msg_props(UNIQ_KEY=uniq[:-1] + "3", WAIT="true"),
-            "j": "0",
-            "k": "false",
-            "m": "true",
-        },
-        body,
+    batch = broker.send(
+        topic, msg_props(UNIQ_KEY=uniq[:-1] + "3", WAIT="true"), RequestCode.SEND_BATCH_MESSAGE, body
     )
     assert batch.code == ResponseCode.SUCCESS, batch.remark
     assert (batch.ext_fields or {})["transactionId"] == uniq[:-1] + "3"
