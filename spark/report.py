@@ -224,24 +224,17 @@ def build_report(
             .collect()
         )
         out["delivery_delay"] = [r.asDict() for r in delay]
-        out["producers"] = [
-            r.asDict()
-            for r in msgs.where("event = 'sent'")
-            .groupBy("client", "group")
-            .agg(sf.count("*").alias("messages"), sf.sum("body_length").alias("bytes"))
-            .orderBy(sf.desc("messages"))
-            .limit(20)
-            .collect()
-        ]
-        out["consumers"] = [
-            r.asDict()
-            for r in msgs.where("event = 'delivered'")
-            .groupBy("client", "group")
-            .agg(sf.count("*").alias("messages"), sf.sum("body_length").alias("bytes"))
-            .orderBy(sf.desc("messages"))
-            .limit(20)
-            .collect()
-        ]
+        for key, event in (("producers", "sent"), ("consumers", "delivered")):
+            # the 20 clients (and groups) with the most messages sent, or delivered to them
+            out[key] = [
+                r.asDict()
+                for r in msgs.where(f"event = '{event}'")
+                .groupBy("client", "group")
+                .agg(sf.count("*").alias("messages"), sf.sum("body_length").alias("bytes"))
+                .orderBy(sf.desc("messages"))
+                .limit(20)
+                .collect()
+            ]
         msgs.unpersist()
     if ex is not None:
         ex.unpersist()
