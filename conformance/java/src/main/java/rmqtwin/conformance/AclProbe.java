@@ -67,8 +67,7 @@ public final class AclProbe {
         switch (Events.required(c, "action")) {
             case "updateTopic": {
                 DefaultMQAdminExt admin = new DefaultMQAdminExt(hook);
-                admin.setNamesrvAddr(namesrv);
-                admin.setInstanceName(instance);
+                Events.connect(admin, namesrv, instance, c);
                 admin.start();
                 try {
                     TopicConfig config = new TopicConfig(topic);
@@ -83,8 +82,7 @@ public final class AclProbe {
             }
             case "send": {
                 DefaultMQProducer producer = new DefaultMQProducer(Events.str(c, "group", "rmqtwin_acl_producer"), hook);
-                producer.setNamesrvAddr(namesrv);
-                producer.setInstanceName(instance);
+                Events.connect(producer, namesrv, instance, c);
                 producer.setRetryTimesWhenSendFailed(0);
                 producer.setSendMsgTimeout(5000);
                 producer.start();
@@ -99,8 +97,7 @@ public final class AclProbe {
             }
             case "pull": {
                 DefaultMQPullConsumer consumer = new DefaultMQPullConsumer(Events.required(c, "group"), hook);
-                consumer.setNamesrvAddr(namesrv);
-                consumer.setInstanceName(instance);
+                Events.connect(consumer, namesrv, instance, c);
                 consumer.start();
                 try {
                     Set<MessageQueue> queues = consumer.fetchSubscribeMessageQueues(topic);

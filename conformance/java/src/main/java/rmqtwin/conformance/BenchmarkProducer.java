@@ -50,8 +50,7 @@ public final class BenchmarkProducer {
         long warmupMs = Events.num(spec, "warmupMs", 1000);
         int inflight = (int) Events.num(spec, "inflight", 32);
         DefaultMQProducer producer = new DefaultMQProducer(Events.str(spec, "group", "rmqtwin_benchmark_producer"));
-        producer.setNamesrvAddr(Events.required(spec, "namesrv"));
-        producer.setInstanceName(Events.instanceName("bench"));
+        Events.connect(producer, Events.required(spec, "namesrv"), Events.instanceName("bench"), spec);
         producer.setSendMsgTimeout((int) Events.num(spec, "sendTimeoutMs", 5000));
         producer.setCompressMsgBodyOverHowmuch(Integer.MAX_VALUE);
         producer.start();

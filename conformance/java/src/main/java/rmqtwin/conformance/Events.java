@@ -22,6 +22,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.apache.rocketmq.acl.common.AclClientRPCHook;
 import org.apache.rocketmq.acl.common.SessionCredentials;
+import org.apache.rocketmq.client.ClientConfig;
 import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.SendResult;
@@ -351,6 +352,18 @@ final class Events {
     }
 
     /** A unique instance name keeps drivers started in parallel from sharing one client factory. */
+    /**
+     * Points a client at its name server under an instance name. Its own API calls (route look-ups,
+     * heartbeats, unregistering) wait up to {@code apiTimeoutMs} (15 s unless the spec says): the drivers
+     * share two cores with the brokers under test, where the client's 3 s default can run out on a busy
+     * CPU, which is not an answer of the broker.
+     */
+    static void connect(ClientConfig client, String namesrv, String instance, JsonObject spec) {
+        client.setNamesrvAddr(namesrv);
+        client.setInstanceName(instance);
+        client.setMqClientApiTimeout((int) num(spec, "apiTimeoutMs", 15_000));
+    }
+
     static String instanceName(String driver) {
         return "rmqtwin-" + driver + "-" + ProcessHandle.current().pid();
     }

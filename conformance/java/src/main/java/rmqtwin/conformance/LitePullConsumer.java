@@ -35,8 +35,7 @@ public final class LitePullConsumer {
         String topic = Events.required(spec, "topic");
         String mode = Events.str(spec, "mode", "subscribe");
         DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(Events.required(spec, "group"), Events.rpcHook(spec));
-        consumer.setNamesrvAddr(Events.required(spec, "namesrv"));
-        consumer.setInstanceName(Events.instanceName("litepull"));
+        Events.connect(consumer, Events.required(spec, "namesrv"), Events.instanceName("litepull"), spec);
         consumer.setConsumeFromWhere(
             ConsumeFromWhere.valueOf(Events.str(spec, "consumeFromWhere", "CONSUME_FROM_FIRST_OFFSET")));
         Events.setEnum(consumer, "setMessageModel", Events.bool(spec, "broadcasting", false)

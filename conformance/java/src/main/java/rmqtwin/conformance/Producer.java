@@ -79,8 +79,7 @@ public final class Producer {
             producer = new DefaultMQProducer(Events.str(spec, "group", "rmqtwin_producer"), Events.rpcHook(spec),
                 Events.bool(spec, "trace", false), Events.str(spec, "traceTopic", null));
         }
-        producer.setNamesrvAddr(Events.required(spec, "namesrv"));
-        producer.setInstanceName(Events.instanceName("producer"));
+        Events.connect(producer, Events.required(spec, "namesrv"), Events.instanceName("producer"), spec);
         producer.setSendMsgTimeout((int) Events.num(spec, "sendTimeoutMs", 5000));
         producer.setRetryTimesWhenSendFailed((int) Events.num(spec, "retryTimes", 2));
         producer.setRetryTimesWhenSendAsyncFailed((int) Events.num(spec, "retryTimes", 2));

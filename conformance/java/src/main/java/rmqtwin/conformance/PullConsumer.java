@@ -34,8 +34,7 @@ public final class PullConsumer {
         long start = System.nanoTime();
         String topic = Events.required(spec, "topic");
         DefaultMQPullConsumer consumer = new DefaultMQPullConsumer(Events.required(spec, "group"), Events.rpcHook(spec));
-        consumer.setNamesrvAddr(Events.required(spec, "namesrv"));
-        consumer.setInstanceName(Events.instanceName("pull"));
+        Events.connect(consumer, Events.required(spec, "namesrv"), Events.instanceName("pull"), spec);
         consumer.start();
         Map<String, Object> started = Events.event("started");
         started.put("driver", "pull_consumer");

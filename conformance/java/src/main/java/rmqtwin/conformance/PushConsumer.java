@@ -111,8 +111,7 @@ public final class PushConsumer {
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(
             Events.required(spec, "group"), Events.rpcHook(spec), new AllocateMessageQueueAveragely(),
             Events.bool(spec, "trace", false), Events.str(spec, "traceTopic", null));
-        consumer.setNamesrvAddr(Events.required(spec, "namesrv"));
-        consumer.setInstanceName(Events.instanceName("push"));
+        Events.connect(consumer, Events.required(spec, "namesrv"), Events.instanceName("push"), spec);
         consumer.setConsumeFromWhere(
             ConsumeFromWhere.valueOf(Events.str(spec, "consumeFromWhere", "CONSUME_FROM_FIRST_OFFSET")));
         Events.setEnum(consumer, "setMessageModel", Events.bool(spec, "broadcasting", false)

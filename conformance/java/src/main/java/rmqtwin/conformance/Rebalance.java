@@ -116,9 +116,8 @@ public final class Rebalance {
             String name = "c" + i;
             DefaultMQPushConsumer c = new DefaultMQPushConsumer(Events.required(spec, "group"), Events.rpcHook(spec),
                 new Recording(strategy(spec, i, topic), last, name, topic));
-            c.setNamesrvAddr(Events.required(spec, "namesrv"));
             // The same names in every run: the consistent hash is taken over the client ids.
-            c.setInstanceName(name);
+            Events.connect(c, Events.required(spec, "namesrv"), name, spec);
             c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET);
             c.subscribe(topic, "*");
             c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> ConsumeConcurrentlyStatus.CONSUME_SUCCESS);

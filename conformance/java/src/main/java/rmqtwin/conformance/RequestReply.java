@@ -44,12 +44,10 @@ public final class RequestReply {
         DefaultMQProducer replyProducer = null;
         if (!Events.bool(spec, "noReplier", false)) {
             replyProducer = new DefaultMQProducer(Events.str(spec, "group", "rmqtwin_replier") + "_P");
-            replyProducer.setNamesrvAddr(namesrv);
-            replyProducer.setInstanceName(Events.instanceName("replyProducer"));
+            Events.connect(replyProducer, namesrv, Events.instanceName("replyProducer"), spec);
             replyProducer.start();
             replier = new DefaultMQPushConsumer(Events.str(spec, "group", "rmqtwin_replier"));
-            replier.setNamesrvAddr(namesrv);
-            replier.setInstanceName(Events.instanceName("replier"));
+            Events.connect(replier, namesrv, Events.instanceName("replier"), spec);
             replier.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
             replier.subscribe(topic, "*");
             DefaultMQProducer sender = replyProducer;
@@ -75,8 +73,7 @@ public final class RequestReply {
         }
 
         DefaultMQProducer requester = new DefaultMQProducer(Events.str(spec, "requesterGroup", "rmqtwin_requester"));
-        requester.setNamesrvAddr(namesrv);
-        requester.setInstanceName(Events.instanceName("requester"));
+        Events.connect(requester, namesrv, Events.instanceName("requester"), spec);
         requester.start();
         Map<String, Object> started = Events.event("started");
         started.put("driver", "request_reply");
