@@ -12,8 +12,7 @@ master. On the twin it first replays a capture recorded at a steady ``--paced-ra
     .venv/bin/python benchmarks/bench_replay.py [--sends 100000] [--targets twin,real5] [--seconds 10]
         [--masters local,standalone]
 
-The machine is shared: run it through /work/bin/heavy, compare rows of one run; the load average is
-printed beside each figure.
+On a shared machine compare rows of one run only; the load average is printed beside each figure.
 """
 
 from __future__ import annotations

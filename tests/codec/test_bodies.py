@@ -235,7 +235,7 @@ def test_consumer_running_info_parses_leniently() -> None:
 def test_message_queue_is_an_ordered_hashable_value() -> None:
     a = MessageQueue(topic="t", broker_name="b", queue_id=1)
     assert a == MessageQueue.from_key(ObjectKey({"brokerName": "b", "queueId": 1, "topic": "t"}))
-    assert sorted([a, MQ0]) == [MQ0, a] if MQ0.topic < "t" else [a, MQ0]
+    assert sorted([a, MQ0]) == ([MQ0, a] if MQ0.topic < "t" else [a, MQ0])
     assert len({a, MessageQueue(topic="t", broker_name="b", queue_id=1)}) == 1
 
 

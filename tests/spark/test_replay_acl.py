@@ -168,9 +168,8 @@ def _check(capture: Path, namesrv: str, *, as_recorded: bool) -> None:
 
     results, queues = _replay(capture, namesrv, resign=True)
     assert _broker_codes(results) == {name: {ResponseCode.SUCCESS} for name in names}
-    # the replayed consumer pulled three messages; on the twin the replayed bodies, not the older two (on
-    # real 4.9.7 the bodies or their order differ: not explained yet, docs/spark.md "Still open")
-    assert queues == [(3, True)] if as_recorded else [(3, False)]
+    # the replayed consumer pulled three messages: the replayed bodies in their order, not the older two
+    assert queues == [(3, True)]
     if as_recorded:
         assert [(r.code_name, r.detail) for r in results if r.verdict != "same"] == []
 
