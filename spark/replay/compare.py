@@ -15,7 +15,8 @@ from rmqtwin.codec.codes import ResponseCode, response_code_name
 from rmqtwin.codec.command import RemotingCommand
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.message import MessageConst, decode_message_records
-from rmqtwin.spark.replay.plan import PULL_CODES, SEND_CODES
+from rmqtwin.spark.replay.plan import PULL_CODES
+from rmqtwin.spark.tables import SEND_CODES
 
 __all__ = [
     "NORMALISERS",

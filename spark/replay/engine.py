@@ -36,8 +36,9 @@ from rmqtwin.codec.connection import (
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.message import store_host_spans
 from rmqtwin.spark.replay.compare import compare_answers, pulled_messages
-from rmqtwin.spark.replay.plan import PULL_CODES, SEND_CODES, ConnectionPlan, Step, answer_queue
+from rmqtwin.spark.replay.plan import PULL_CODES, ConnectionPlan, Step, answer_queue
 from rmqtwin.spark.replay.translate import ConnectionTranslator, ReplayContext, request_queue, request_topic
+from rmqtwin.spark.tables import SEND_CODES
 
 __all__ = ["CheckBacks", "QueueResult", "RecordedOrder", "RequestResult", "replay_connections", "result_rows"]
 

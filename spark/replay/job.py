@@ -23,9 +23,10 @@ from rmqtwin.codec.codes import RequestCode
 from rmqtwin.codec.command import decode_command
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.spark.replay.engine import QueueResult, replay_connections
-from rmqtwin.spark.replay.plan import SEND_CODES, CapturePlan, ConnectionPlan, load_plan
+from rmqtwin.spark.replay.plan import CapturePlan, ConnectionPlan, load_plan
 from rmqtwin.spark.replay.target import parse_broker_map, prepare_context
 from rmqtwin.spark.replay.translate import ReplayContext, request_topic
+from rmqtwin.spark.tables import SEND_CODES
 
 if TYPE_CHECKING:
     import pyarrow as pa

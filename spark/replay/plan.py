@@ -33,6 +33,7 @@ from rmqtwin.proxy.capture import (
     Record,
     read_records,
 )
+from rmqtwin.spark.tables import SEND_CODES
 
 __all__ = [
     "Answer",
@@ -52,15 +53,6 @@ NAMESRV_CODES = frozenset(
         RequestCode.GET_KV_CONFIG,
         RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
         RequestCode.REGISTER_BROKER,
-    }
-)
-SEND_CODES = frozenset(
-    {
-        RequestCode.SEND_MESSAGE,
-        RequestCode.SEND_MESSAGE_V2,
-        RequestCode.SEND_BATCH_MESSAGE,
-        RequestCode.SEND_REPLY_MESSAGE,
-        RequestCode.SEND_REPLY_MESSAGE_V2,
     }
 )
 PULL_CODES = frozenset({RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE})

@@ -6,38 +6,20 @@ recorded broker the target cannot stand in for, is a :class:`TargetError` before
 
 from __future__ import annotations
 
-import socket
-
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
-from rmqtwin.codec.command import RemotingCommand, create_request
-from rmqtwin.codec.connection import RemotingConnection, ResponseReceived
+from rmqtwin.codec.command import create_request
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.fakes.broker.acl import sign_request
+from rmqtwin.probe import invoke_sync
 from rmqtwin.spark.replay.plan import CapturePlan, QueueKey
 from rmqtwin.spark.replay.translate import ReplayContext
 
-__all__ = ["TargetError", "call", "parse_broker_map", "prepare_context"]
+__all__ = ["TargetError", "parse_broker_map", "prepare_context"]
 
 
 class TargetError(RuntimeError):
     """The target cannot take this replay; the message says what to do."""
-
-
-def call(addr: str, request: RemotingCommand, timeout: float = 10.0) -> RemotingCommand:
-    """One request over a fresh connection; its answer. OSError/CodecError when there is none."""
-    host, _, port = addr.rpartition(":")
-    conn = RemotingConnection(first_opaque=1)
-    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
-        conn.send_request(request, now=0, timeout=timeout)
-        sock.sendall(conn.data_to_send())
-        while True:
-            data = sock.recv(65536)
-            if not data:
-                raise ConnectionError(f"{addr} closed the connection before answering")
-            for event in conn.receive_data(data):
-                if isinstance(event, ResponseReceived):
-                    return event.command
 
 
 def parse_broker_map(entries: list[str]) -> dict[str, str]:
@@ -54,7 +36,7 @@ def parse_broker_map(entries: list[str]) -> dict[str, str]:
 def _cluster_brokers(namesrv: str) -> tuple[dict[str, str], list[str]]:
     """The target's broker names → master addresses, and its cluster names."""
     try:
-        answer = call(namesrv, create_request(RequestCode.GET_BROKER_CLUSTER_INFO))
+        answer = invoke_sync(namesrv, create_request(RequestCode.GET_BROKER_CLUSTER_INFO))
     except (OSError, CodecError) as exc:
         raise TargetError(f"target namesrv {namesrv} does not answer: {exc}") from exc
     if answer.code != ResponseCode.SUCCESS or not answer.body:
@@ -78,7 +60,7 @@ def _max_offset(broker: str, topic: str, queue: int, ctx: ReplayContext) -> int:
     if ctx.access_key and ctx.secret_key:
         sign_request(request, ctx.access_key, ctx.secret_key)
     try:
-        answer = call(broker, request)
+        answer = invoke_sync(broker, request)
     except (OSError, CodecError) as exc:
         raise TargetError(f"target broker {broker} does not answer: {exc}") from exc
     if answer.code == ResponseCode.NO_PERMISSION or "AclException" in (answer.remark or ""):

@@ -24,7 +24,8 @@ from rmqtwin.codec.message import (
     string_to_properties,
 )
 from rmqtwin.fakes.broker.acl import ACCESS_KEY, sign_request
-from rmqtwin.spark.replay.plan import SEND_CODES, TRANS_HALF_TOPIC, QueueKey
+from rmqtwin.spark.replay.plan import TRANS_HALF_TOPIC, QueueKey
+from rmqtwin.spark.tables import SEND_CODES
 
 __all__ = ["ConnectionTranslator", "ReplayContext", "request_queue", "request_topic"]
 

@@ -19,10 +19,11 @@ from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand, create_request
 from rmqtwin.fakes.broker.acl import sign_request
 from rmqtwin.fakes.pytest_plugin import RunningTwin, start_subprocess
+from rmqtwin.probe import invoke_sync
 from rmqtwin.proxy.process import start_proxy
 from rmqtwin.spark.replay.engine import RequestResult, replay_connections
 from rmqtwin.spark.replay.plan import load_plan
-from rmqtwin.spark.replay.target import TargetError, call, prepare_context
+from rmqtwin.spark.replay.target import TargetError, prepare_context
 from rmqtwin.spark.replay.translate import ReplayContext
 from tests.fakes.acl_accounts import ADMIN, GROUP_OK, PLAIN_ACL_YML, TOPIC_OK, USER
 from tests.spark import traffic
@@ -53,10 +54,10 @@ def _prepare(broker: str) -> None:
         "perm": "6",
         "topicFilterType": "SINGLE_TAG",
     }
-    answer = call(broker, _signed(create_request(RequestCode.UPDATE_AND_CREATE_TOPIC, create), ADMIN))
+    answer = invoke_sync(broker, _signed(create_request(RequestCode.UPDATE_AND_CREATE_TOPIC, create), ADMIN))
     assert answer.code == ResponseCode.SUCCESS, answer
     for i in range(2):
-        sent = call(broker, _send(100 + i))
+        sent = invoke_sync(broker, _send(100 + i))
         assert sent.code == ResponseCode.SUCCESS, sent
     # a real broker dispatches to the consume queue a moment after the answer: the replay's offset base
     # (GET_MAX_OFFSET) must count both
@@ -64,7 +65,7 @@ def _prepare(broker: str) -> None:
     ask = {"topic": TOPIC_OK, "queueId": "0"}
     deadline = time.monotonic() + 10
     while (
-        int(call(broker, _signed(create_request(RequestCode.GET_MAX_OFFSET, ask))).ext("offset") or 0)
+        int(invoke_sync(broker, _signed(create_request(RequestCode.GET_MAX_OFFSET, ask))).ext("offset") or 0)
         < stored
     ):
         assert time.monotonic() < deadline, "the prefilled messages never reached the consume queue"

@@ -231,8 +231,8 @@ def test_a_pull_that_raced_the_sends_gets_what_it_got_when_recorded(
     first (the second was not dispatched yet); the twin has both, so the replay asks for no more than one.
     Each pull's answer and each queue's bodies are as recorded."""
     from rmqtwin.codec.command import encode_command
+    from rmqtwin.probe import invoke_sync
     from rmqtwin.spark.replay.plan import Answer, CapturePlan, ConnectionPlan, Step
-    from rmqtwin.spark.replay.target import call
 
     scratch = rocketmq_factory()  # what the recorded broker answered, request by request
     traffic.create_topic(scratch, prefill=0)
@@ -254,12 +254,12 @@ def test_a_pull_that_raced_the_sends_gets_what_it_got_when_recorded(
 
     sends = [traffic.send_request(b"m%d" % i, 0 if i < 2 else 1, i) for i in range(4)]
     pulls = [pull(0, 0, suspend=True), pull(1, 0, suspend=False), pull(1, 1, suspend=False)]
-    answers = [call(broker, sends[0]), call(broker, sends[1]), call(broker, pulls[0])]
+    answers = [invoke_sync(broker, sends[0]), invoke_sync(broker, sends[1]), invoke_sync(broker, pulls[0])]
     answers += [
-        call(broker, sends[2]),
-        call(broker, pulls[1]),
-        call(broker, sends[3]),
-        call(broker, pulls[2]),
+        invoke_sync(broker, sends[2]),
+        invoke_sync(broker, pulls[1]),
+        invoke_sync(broker, sends[3]),
+        invoke_sync(broker, pulls[2]),
     ]
     s0, s1, p0, s2, p1, s3, p2 = answers
     assert [len(pulled_messages(p)) for p in (p0, p1, p2)] == [2, 1, 1]

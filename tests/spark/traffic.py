@@ -19,8 +19,8 @@ from rmqtwin.codec.command import RemotingCommand, create_request, create_respon
 from rmqtwin.codec.connection import RemotingConnection, RequestReceived, ResponseReceived
 from rmqtwin.codec.message import properties_to_string
 from rmqtwin.fakes.pytest_plugin import RocketMQFactory, RunningTwin
+from rmqtwin.probe import invoke_sync
 from rmqtwin.proxy.process import start_proxy
-from rmqtwin.spark.replay.target import call
 
 TOPIC = "ReplayT"
 PRODUCER_GROUP = "replay-pg"
@@ -162,9 +162,11 @@ def create_topic(twin: RunningTwin, prefill: int, topic: str = TOPIC) -> None:
         "perm": "6",
         "topicFilterType": "SINGLE_TAG",
     }
-    assert call(twin.broker_addr, create_request(RequestCode.UPDATE_AND_CREATE_TOPIC, create)).code == 0
+    assert (
+        invoke_sync(twin.broker_addr, create_request(RequestCode.UPDATE_AND_CREATE_TOPIC, create)).code == 0
+    )
     for i in range(prefill):
-        answer = call(twin.broker_addr, send_request(b"old %d" % i, 0, 1000 + i))
+        answer = invoke_sync(twin.broker_addr, send_request(b"old %d" % i, 0, 1000 + i))
         assert answer.code == ResponseCode.SUCCESS, answer
 
 
@@ -297,13 +299,13 @@ def record_running_info(twin: RunningTwin, capture: Path) -> None:
 
 def consumer_offset(twin: RunningTwin, queue: int = 0) -> int:
     query = {"consumerGroup": CONSUMER_GROUP, "topic": TOPIC, "queueId": str(queue)}
-    answer = call(twin.broker_addr, create_request(RequestCode.QUERY_CONSUMER_OFFSET, query))
+    answer = invoke_sync(twin.broker_addr, create_request(RequestCode.QUERY_CONSUMER_OFFSET, query))
     return int(answer.ext("offset") or -1)
 
 
 def max_offset(twin: RunningTwin, queue: int = 0, topic: str = TOPIC) -> int:
     request = create_request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": str(queue)})
-    return int(call(twin.broker_addr, request).ext("offset") or -1)
+    return int(invoke_sync(twin.broker_addr, request).ext("offset") or -1)
 
 
 @pytest.fixture(scope="session")
