@@ -232,8 +232,7 @@ def metrics_rounds(args: argparse.Namespace) -> int:
 
     client = JavaClient(args.version)
     names = ("forward-only", "metrics")
-    tps: dict[str, list[float]] = {name: [] for name in names}
-    cpu_us: dict[str, list[float]] = {name: [] for name in names}
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp, RealRocketMQ(args.version) as rmq:
         plain = start_proxy(rmq.namesrv_addr, Path(tmp) / "plain.rmqcap", record=False)
@@ -251,21 +250,22 @@ def metrics_rounds(args: argparse.Namespace) -> int:
                         scrape(metered.metrics_url)
                     # all sends of the run, warm-up included, over the proxy's CPU time meanwhile
                     sent = summary["sent"] * (1 + 3.0 / (summary["durationMs"] / 1000))
-                    cpu_us[name].append((cpu_seconds([pid]) - cpu0) / max(sent, 1) * 1e6)
-                    tps[name].append(float(summary["tps"]))
+                    cpu_us = (cpu_seconds([pid]) - cpu0) / max(sent, 1) * 1e6
+                    runs[name].append({"tps": float(summary["tps"]), "cpu_us": cpu_us})
                 print(
                     f"round {i + 1}: "
                     + ", ".join(
-                        f"{n} {tps[n][-1]:.0f} TPS, {cpu_us[n][-1]:.1f} us CPU per message" for n in names
+                        f"{n} {runs[n][-1]['tps']:.0f} TPS, {runs[n][-1]['cpu_us']:.1f} us CPU per message"
+                        for n in names
                     ),
                     flush=True,
                 )
         finally:
             plain.stop(timeout=60)
             metered.stop(timeout=60)
-    ratios = [m / max(f, 1e-9) for m, f in zip(tps["metrics"], tps["forward-only"], strict=True)]
-    added = [m - f for m, f in zip(cpu_us["metrics"], cpu_us["forward-only"], strict=True)]
-    forward = statistics.median(cpu_us["forward-only"])
+    ratios = per_round(runs["forward-only"], runs["metrics"], "tps")
+    added = per_round(runs["forward-only"], runs["metrics"], "cpu_us", added=True)
+    forward = statistics.median(run["cpu_us"] for run in runs["forward-only"])
     ratio = statistics.median(ratios)
     print(
         f"Java benchmark producer, RocketMQ {args.version}, sync, {args.threads} threads, {args.body} B "
@@ -274,9 +274,8 @@ def metrics_rounds(args: argparse.Namespace) -> int:
     )
     print(
         "metrics (forward-only + --metrics-port, scraped each run) vs forward-only, paired by round: TPS "
-        f"ratio {', '.join(f'{r:.3f}x' for r in ratios)} (median {ratio:.3f}x); proxy CPU per message "
-        f"{', '.join(f'{a:+.1f}' for a in added)} us (median {statistics.median(added):+.1f} us, "
-        f"forward-only {forward:.1f} us)"
+        f"ratio {by_round(ratios, '.3f', unit='x')}; proxy CPU per message "
+        + by_round(added, "+.1f", unit=" us", note=f", forward-only {forward:.1f} us")
     )
     print(metrics_line(forward))
     print(f"target (issue 16): metrics TPS >= 0.97x forward-only: {'met' if ratio >= 0.97 else 'MISSED'}")
