@@ -90,13 +90,11 @@ IDLE_RULES: list[dict[str, object]] = [
 """Ten rules, none of which matches the benchmark's sends: 5 on requests, 5 on responses."""
 
 
-def rule_matching_ns(seconds: float = 12.0, body: int = 1024) -> tuple[float, float]:
-    """(ns per frame without rules, ns added per frame by IDLE_RULES): 1,000 sends and their answers,
-    encoded once, fed to a proxy session with the fault hook as the proxy's adapter feeds them."""
+def send_pairs(body: int) -> list[tuple[bytes, bytes]]:
+    """1,000 SEND_MESSAGE_V2 requests of ``body`` bytes and their answers, encoded once, for the
+    in-process lines."""
     from rmqtwin.codec.codes import RequestCode
     from rmqtwin.codec.command import create_request, create_response, encode_command
-    from rmqtwin.proxy.faults import FaultEngine, FaultHook
-    from rmqtwin.proxy.session import ProxySession
 
     ext = {
         "a": "bench_group", "b": "BenchTopic", "c": "TBW102", "d": "4", "e": "0", "f": "0",
@@ -106,8 +104,20 @@ def rule_matching_ns(seconds: float = 12.0, body: int = 1024) -> tuple[float, fl
     pairs = []
     for opaque in range(1000):
         request = create_request(RequestCode.SEND_MESSAGE_V2, ext, b"x" * body, opaque=opaque)
-        answer = create_response(request, 0, ext_fields={"msgId": "0A000001" + "0" * 24, "queueId": "1"})
-        pairs.append((encode_command(request), encode_command(answer)))
+        fields = {"msgId": "0A000001" + "0" * 24, "queueId": "1", "queueOffset": str(opaque)}
+        pairs.append(
+            (encode_command(request), encode_command(create_response(request, 0, ext_fields=fields)))
+        )
+    return pairs
+
+
+def rule_matching_ns(seconds: float = 12.0, body: int = 1024) -> tuple[float, float]:
+    """(ns per frame without rules, ns added per frame by IDLE_RULES): 1,000 sends and their answers,
+    encoded once, fed to a proxy session with the fault hook as the proxy's adapter feeds them."""
+    from rmqtwin.proxy.faults import FaultEngine, FaultHook
+    from rmqtwin.proxy.session import ProxySession
+
+    pairs = send_pairs(body)
 
     def per_frame(engine: FaultEngine) -> float:
         """CPU ns per frame (process time: what other processes take of the CPU is not counted)."""
@@ -137,23 +147,10 @@ def metrics_cost_ns(rounds: int = 15, body: int = 1024) -> tuple[float, float]:
     1,000 sends and their answers, encoded once, fed to a session as the forward-only proxy's broker
     connection has it (the answers held for rewriting, here a rewrite that changes nothing) with and
     without the metrics hook. Process CPU, the two alternated, the median of the rounds' differences."""
-    from rmqtwin.codec.codes import RequestCode
-    from rmqtwin.codec.command import create_request, create_response, encode_command
     from rmqtwin.proxy.metrics import MetricsHook, ProxyMetrics
     from rmqtwin.proxy.session import Hook, ProxySession, RewriteHook
 
-    ext = {
-        "a": "bench_group", "b": "BenchTopic", "c": "TBW102", "d": "4", "e": "0", "f": "0",
-        "g": "1700000000000", "h": "0", "i": "UNIQ_KEY\x01ABCDEF\x02WAIT\x01true\x02", "j": "0",
-        "k": "false", "m": "false",
-    }  # fmt: skip
-    pairs = []
-    for opaque in range(1000):
-        request = create_request(RequestCode.SEND_MESSAGE_V2, ext, b"x" * body, opaque=opaque)
-        fields = {"msgId": "0A000001" + "0" * 24, "queueId": "1", "queueOffset": str(opaque)}
-        pairs.append(
-            (encode_command(request), encode_command(create_response(request, 0, ext_fields=fields)))
-        )
+    pairs = send_pairs(body)
     metrics = ProxyMetrics(list, lambda: 0, lambda: None)
 
     def per_message(metered: bool) -> float:
