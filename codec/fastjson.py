@@ -346,6 +346,16 @@ def dumps(
     return "".join(out).encode("utf-8", "surrogatepass")
 
 
+_DEFAULT_WRITER = _Writer(quote_int_keys=True, browser=False, sort_map_keys=False, fastjson2=False)
+
+
+def write(obj: Any, out: list[str]) -> None:
+    """Append ``obj`` to ``out`` as :func:`dumps` writes it with its defaults, for writers that lay the
+    text out around the values themselves (the store's pretty-printed config files): one writer, no
+    bytes round trip per value."""
+    _DEFAULT_WRITER.value(obj, out)
+
+
 # --------------------------------------------------------------------------------------------- loads
 
 _WS = " \t\n\r\f\b"

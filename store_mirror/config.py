@@ -110,10 +110,6 @@ def json_object(value: object, what: str, *, member: bool = True) -> Mapping[obj
 # ---------------------------------------------------------------------------------------------- writing
 
 
-def _scalar(value: object) -> str:
-    return fastjson.dumps(value).decode("utf-8")
-
-
 def _pretty(value: object, indent: int, out: list[str]) -> None:
     if isinstance(value, Mapping):
         items = [(k, v) for k, v in value.items() if v is not None]
@@ -128,14 +124,14 @@ def _pretty(value: object, indent: int, out: list[str]) -> None:
             first = False
             if isinstance(k, str):
                 out.append("\n" + "\t" * (indent + 1))
-                out.append(_scalar(k))
+                fastjson.write(k, out)
             else:
                 out.append(str(int(k)))
             out.append(":")
             _pretty(v, indent + 1, out)
         out.append("\n" + "\t" * indent + "}")
     else:
-        out.append(_scalar(value))
+        fastjson.write(value, out)
 
 
 def to_pretty_json(value: object) -> str:
