@@ -152,7 +152,12 @@ def test_dropped_send_answer_times_out_sync_and_async(
     ).check()
     # The client gives up after sendMsgTimeout whether or not the broker has handled the send yet: the
     # second drop may come after the driver reports, on a loaded machine.
-    wait_until(lambda: faulty.hits(rule) >= 2, "the broker's second dropped answer", timeout=15)
+    wait_until(
+        lambda: faulty.hits(rule) >= 2,
+        f"the broker's second dropped answer (hits when the client reported: {faulty.hits(rule)};"
+        f" its events: {result.events})",
+        timeout=15,
+    )
     assert faulty.hits(rule) == 2
     errors = errors_by_mode(result)
     assert result.sent == [] and sorted(errors) == ["async", "sync"], result.events
