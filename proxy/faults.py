@@ -52,6 +52,7 @@ __all__ = [
     "BODY_EFFECTS",
     "EFFECTS",
     "PULL_CODES",
+    "SHORT_NAMED",
     "ConnectionFilter",
     "FaultEngine",
     "FaultHook",
@@ -70,7 +71,7 @@ TOPIC_FIELDS = ("topic", "b")
 """Ext fields naming the topic (``b`` in SendMessageRequestHeaderV2's short names)."""
 GROUP_FIELDS = ("consumerGroup", "producerGroup", "group", "a")
 """Ext fields naming the group (``a`` is the producer group in SendMessageRequestHeaderV2)."""
-_SHORT_NAMED = frozenset((RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE))
+SHORT_NAMED = frozenset((RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE))
 
 
 class RuleError(ValueError):
@@ -236,7 +237,7 @@ class FrameFacts:
     def of(cls, code: int, ext: Mapping[str, str] | None) -> FrameFacts:
         if not ext:
             return cls(code, None, None)
-        short = code in _SHORT_NAMED
+        short = code in SHORT_NAMED
         group = next((ext[f] for f in GROUP_FIELDS if f in ext and (short or f != "a")), None)
         # a JSON header decoded as it is may hold a number where Java writes a string
         return cls(code, topic_of(code, ext), group if group is None or type(group) is str else str(group))
@@ -259,7 +260,7 @@ def topic_of(code: int, ext: Mapping[str, str] | None) -> str | None:
     if not ext:
         return None
     topic = ext.get("topic")
-    if topic is None and code in _SHORT_NAMED:
+    if topic is None and code in SHORT_NAMED:
         topic = ext.get("b")
     # a JSON header decoded as it is may hold a number where Java writes a string
     return topic if topic is None or type(topic) is str else str(topic)

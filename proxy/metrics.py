@@ -10,11 +10,13 @@ The HTTP endpoint is a Twisted resource rendered on the reactor thread, not ``st
 
 from __future__ import annotations
 
+import struct
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from itertools import accumulate
 
+import msgspec
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -24,10 +26,17 @@ from twisted.web.resource import Resource
 from twisted.web.server import Request, Site
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
-from rmqtwin.codec.frame import ONEWAY_FLAG, RESPONSE_FLAG
+from rmqtwin.codec.frame import (
+    HEADER_LENGTH_MASK,
+    LENGTH_WORD_SIZE,
+    ONEWAY_FLAG,
+    PREFIX_SIZE,
+    RESPONSE_FLAG,
+)
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, FLAG_RAW
-from rmqtwin.proxy.faults import FaultEngine, FaultRule, header_fields_of, topic_of
+from rmqtwin.proxy.faults import SHORT_NAMED, FaultEngine, FaultRule, header_fields_of, topic_of
 from rmqtwin.proxy.session import Command, Hook
+from rmqtwin.proxy.wire import JsonRequest, JsonSummary, decode_json_request, decode_json_summary
 
 __all__ = [
     "LATENCY_BUCKETS",
@@ -42,6 +51,7 @@ __all__ = [
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 _REQUEST_NAMES = {int(c): c.name for c in RequestCode}
 _RESPONSE_NAMES = {int(c): c.name for c in ResponseCode}
+_U32 = struct.Struct(">I")
 
 
 def code_name(code: int) -> str:
@@ -69,8 +79,8 @@ class RequestMetrics(Collector):
         self.wall = wall
         self.requests: dict[int, int] = {}
         """Request code -> requests."""
-        self.answers: dict[tuple[int, int, str | None], list[float]] = {}
-        """(request code, response code, topic) -> [seconds, then the answers per latency bucket: one
+        self.answers: dict[tuple[int, str | None], dict[int, list[float]]] = {}
+        """(request code, topic) -> response code -> [seconds, then the answers per latency bucket: one
         per bound of LATENCY_BUCKETS, then +Inf] (their sum is the answers)."""
         self.fault_hits: dict[tuple[str, str], int] = {}
         """(rule, effect) -> frames it applied to."""
@@ -85,13 +95,25 @@ class RequestMetrics(Collector):
             self.created[code] = self.wall()
             self.requests[code] = 1
 
+    def answers_to(self, code: int, topic: str | None) -> dict[int, list[float]]:
+        """The answers to requests of ``code`` and ``topic``, by response code (what a waiting request
+        keeps: its answer is then counted without building a label key)."""
+        key = (code, topic)
+        by_response = self.answers.get(key)
+        if by_response is None:
+            by_response = self.answers[key] = {}
+        return by_response
+
+    def first_answer(self, code: int, topic: str | None, response_code: int) -> list[float]:
+        """The new slot of a label set's first answer (zero; the caller counts the answer in it)."""
+        slot = self.answers_to(code, topic)[response_code] = [0.0] * (len(LATENCY_BUCKETS) + 2)
+        self.created[(code, response_code, topic)] = self.wall()
+        return slot
+
     def answer(self, code: int, topic: str | None, response_code: int, seconds: float) -> None:
-        key = (code, response_code, topic)
-        try:
-            slot = self.answers[key]
-        except KeyError:
-            slot = self.answers[key] = [0.0] * (len(LATENCY_BUCKETS) + 2)
-            self.created[key] = self.wall()
+        slot = self.answers_to(code, topic).get(response_code)
+        if slot is None:
+            slot = self.first_answer(code, topic, response_code)
         slot[0] += seconds
         slot[1 + bisect_left(LATENCY_BUCKETS, seconds)] += 1  # the first bound >= seconds, as ``le``
 
@@ -117,18 +139,19 @@ class RequestMetrics(Collector):
         )
         by_response: dict[tuple[int, int], tuple[float, float]] = {}
         by_topic: dict[tuple[int, str | None], tuple[list[float], float]] = {}
-        for key, slot in self.answers.items():
-            code, response_code, topic = key
-            answered, first = by_response.get((code, response_code), (0.0, created[key]))
-            by_response[(code, response_code)] = (answered + sum(slot[1:]), min(first, created[key]))
-            merged = by_topic.get((code, topic))
-            if merged is None:
-                by_topic[(code, topic)] = (list(slot), created[key])
-            else:
-                into = merged[0]
-                for i, value in enumerate(slot):
-                    into[i] += value
-                by_topic[(code, topic)] = (into, min(merged[1], created[key]))
+        for (code, topic), slots in self.answers.items():
+            for response_code, slot in slots.items():
+                when = created[(code, response_code, topic)]
+                answered, first = by_response.get((code, response_code), (0.0, when))
+                by_response[(code, response_code)] = (answered + sum(slot[1:]), min(first, when))
+                merged = by_topic.get((code, topic))
+                if merged is None:
+                    by_topic[(code, topic)] = (list(slot), when)
+                else:
+                    into = merged[0]
+                    for i, value in enumerate(slot):
+                        into[i] += value
+                    by_topic[(code, topic)] = (into, min(merged[1], when))
         for (code, response_code), (answered, first) in by_response.items():
             responses.add_metric([code_name(code), response_name(response_code)], answered, created=first)
         yield responses
@@ -214,13 +237,21 @@ class ProxyMetrics(Collector):
 
 
 class MetricsHook(Hook):
-    """One connection's metrics, counted as its frames pass (after they were forwarded)."""
+    """One connection's metrics, counted as its frames pass (after they were forwarded).
+
+    A JSON header is read by a typed decoder that builds only its code, opaque, flag and (for a
+    request) the ext fields naming the topic (:func:`~rmqtwin.proxy.wire.decode_json_request`); what
+    it refuses, and a binary header, by :func:`~rmqtwin.proxy.faults.header_fields_of`. A waiting
+    request keeps its label set's answers by response code, so its answer is counted with two dict
+    look-ups and no label key built.
+    """
 
     def __init__(self, metrics: ProxyMetrics) -> None:
         self.metrics = metrics
-        self.waiting: tuple[dict[int, tuple[int, str | None, int]], ...] = ({}, {})
+        self.waiting: tuple[dict[int, tuple[int, str | None, dict[int, list[float]], int]], ...] = ({}, {})
         """By the direction of the request (DIR_TO_SERVER, DIR_TO_CLIENT: a broker's check-back), the
-        requests waiting for their answer: opaque -> code, topic and when the request passed."""
+        requests waiting for their answer: opaque -> code, topic, the answers to that code and topic
+        by response code (:meth:`RequestMetrics.answers_to`) and when the request passed."""
 
     def observe(self, direction: int, frames: list[bytes], flags: int, out: list[Command]) -> None:
         metrics = self.metrics
@@ -232,23 +263,60 @@ class MetricsHook(Hook):
             return
         common = metrics.common
         stamp = metrics.mono_ns()
+        # from the client mostly requests (their topic is read), from the upstream mostly answers
+        decode: Callable[[bytes], JsonSummary | JsonRequest] = (
+            decode_json_request if direction == DIR_TO_SERVER else decode_json_summary
+        )
         for frame in frames:
-            size += len(frame)
-            header = header_fields_of(frame)  # one header parse per frame, no ext map copied
-            if header is None:
-                continue
-            _, code, opaque, flag, ext = header
-            if not flag & RESPONSE_FLAG:  # a request (from the broker: a check-back)
-                common.request(code)
-                if not flag & ONEWAY_FLAG:
-                    waiting = self.waiting[direction]
-                    waiting[opaque] = (code, topic_of(code, ext), stamp)
-                    if len(waiting) > 65536:  # answers that never came
-                        del waiting[next(iter(waiting))]
+            length = len(frame)
+            size += length
+            # the session's frames are whole (length word checked); this word is the serialize type
+            # (0: JSON) and the header length
+            mark = _U32.unpack_from(frame, LENGTH_WORD_SIZE)[0]
+            head: JsonSummary | JsonRequest | None = None
+            if mark <= length - PREFIX_SIZE and mark <= HEADER_LENGTH_MASK:
+                try:
+                    head = decode(frame[PREFIX_SIZE : PREFIX_SIZE + mark])
+                except msgspec.DecodeError:
+                    head = None
+            if head is not None:
+                code, opaque, flag = head.code, head.opaque, head.flag
+                if flag & RESPONSE_FLAG:
+                    asked = self.waiting[direction ^ 1].pop(opaque, None)
+                    if asked is not None:
+                        seconds = (stamp - asked[3]) / 1e9
+                        slot = asked[2].get(code)
+                        if slot is None:
+                            slot = common.first_answer(asked[0], asked[1], code)
+                        slot[0] += seconds  # as RequestMetrics.answer
+                        slot[1 + bisect_left(LATENCY_BUCKETS, seconds)] += 1
+                    continue
+                if not isinstance(head, JsonRequest):  # a check-back: read again for its topic
+                    head = decode_json_request(frame[PREFIX_SIZE : PREFIX_SIZE + mark])
+                ext = head.extFields
+                if ext is None:
+                    topic = None
+                else:
+                    topic = ext.topic  # as topic_of
+                    if topic is None and code in SHORT_NAMED:
+                        topic = ext.b
             else:
-                asked = self.waiting[direction ^ 1].pop(opaque, None)
-                if asked is not None:
-                    common.answer(asked[0], asked[1], code, (stamp - asked[2]) / 1e9)
+                header = header_fields_of(frame)
+                if header is None:
+                    continue
+                _, code, opaque, flag, fields = header
+                if flag & RESPONSE_FLAG:
+                    asked = self.waiting[direction ^ 1].pop(opaque, None)
+                    if asked is not None:
+                        common.answer(asked[0], asked[1], code, (stamp - asked[3]) / 1e9)
+                    continue
+                topic = topic_of(code, fields)
+            common.request(code)
+            if not flag & ONEWAY_FLAG:
+                waiting = self.waiting[direction]
+                waiting[opaque] = (code, topic, common.answers_to(code, topic), stamp)
+                if len(waiting) > 65536:  # answers that never came
+                    del waiting[next(iter(waiting))]
         metrics.bytes[direction] += size
 
 

@@ -155,3 +155,78 @@ def test_counts_and_buckets_are_prometheus_clients_own_for_the_same_observations
     assert got[("m_requests_total", (("code", "SEND_MESSAGE_V2"),))] == sum(
         1 for n in range(len(seconds)) if n % 3
     )
+
+
+def test_each_waiting_request_keeps_its_own_labels_whatever_order_the_answers_come_in() -> None:
+    """A waiting request keeps the answers of its code and topic (no label key built per answer): with
+    topics changing from request to request, answers out of order, an opaque used again once answered,
+    a binary header and JSON headers the typed decoder refuses (codes written as strings, a topic as a
+    number), the scrape is prometheus_client's own Counter and Histogram fed the same observations."""
+    from prometheus_client import CollectorRegistry, Counter, Histogram
+
+    from rmqtwin.proxy.metrics import LATENCY_BUCKETS
+
+    now = [0]
+    metrics = ProxyMetrics(lambda: [], lambda: 0, lambda: None, mono_ns=lambda: now[0])
+    session = ProxySession([MetricsHook(metrics)])
+    reference = CollectorRegistry()
+    requests = Counter("rocketmq_proxy_requests", "", ["code"], registry=reference)
+    responses = Counter("rocketmq_proxy_responses", "", ["code", "response"], registry=reference)
+    latency = Histogram("rocketmq_proxy_request_latency_seconds", "", ["code", "topic"],
+                        buckets=LATENCY_BUCKETS, registry=reference)  # fmt: skip
+    sent: dict[int, tuple[int, str, int]] = {}
+
+    def request(at_ms: int, opaque: int, code: int, topic: str, frame: bytes) -> None:
+        now[0] = at_ms * 1_000_000
+        session.receive(DIR_TO_SERVER, frame)
+        requests.labels(code_name(code)).inc()
+        sent[opaque] = (code, topic, at_ms)
+
+    def answer(at_ms: int, opaque: int, response: int, frame: bytes) -> None:
+        now[0] = at_ms * 1_000_000
+        session.receive(DIR_TO_CLIENT, frame)
+        code, topic, then = sent.pop(opaque)
+        responses.labels(code_name(code), response_name(response)).inc()
+        latency.labels(code_name(code), topic).observe((at_ms - then) / 1000)
+
+    request(0, 1, 310, "A", json_frame(310, 1, ext={"a": "PG", "b": "A"}, body=b"x"))
+    request(1, 2, 310, "B", json_frame(310, 2, ext={"a": "PG", "b": "B"}))
+    request(1, 3, 11, "A", json_frame(11, 3, ext={"consumerGroup": "CG", "topic": "A"}))
+    request(2, 4, 310, "C", binary_frame(310, 4, ext={"a": "PG", "b": "C"}))
+    request(3, 5, 310, "D", _frame({"code": "310", "extFields": {"b": "D"}, "flag": 0, "opaque": 5}))
+    request(3, 6, 11, "7", _frame({"code": 11, "extFields": {"topic": 7}, "flag": 0, "opaque": 6}))
+    answer(4, 3, 19, json_frame(19, 3, flag=1, ext={"suggestWhichBrokerId": "0"}))
+    answer(9, 2, 0, json_frame(0, 2, flag=1))
+    answer(30, 5, 0, _frame({"code": "0", "flag": "1", "opaque": 5}))
+    answer(31, 1, 2, json_frame(2, 1, flag=1, remark="too busy"))
+    session.receive(DIR_TO_CLIENT, json_frame(0, 1, flag=1))  # a second answer to 1: nothing waits
+    answer(700, 4, 0, binary_frame(0, 4, flag=1))
+    answer(701, 6, 0, json_frame(0, 6, flag=1))
+    request(800, 1, 310, "B", json_frame(310, 1, ext={"a": "PG", "b": "B"}))  # opaque 1 again
+    answer(800, 1, 14, json_frame(14, 1, flag=1))
+    for n in range(6):  # the same label sets again, topics alternating, answered in reverse
+        request(900 + n, 10 + n, 310, "AB"[n % 2], json_frame(310, 10 + n, ext={"b": "AB"[n % 2]}))
+    for n in reversed(range(6)):
+        answer(1000 + n, 10 + n, 0, json_frame(0, 10 + n, flag=1))
+    assert not sent
+
+    def scraped(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(generate_latest(registry).decode())
+            if family.name
+            in (
+                "rocketmq_proxy_requests",
+                "rocketmq_proxy_responses",
+                "rocketmq_proxy_request_latency_seconds",
+            )
+            for s in family.samples
+            if not s.name.endswith("_created")
+        }
+
+    got, want = scraped(metrics.registry), scraped(reference)
+    assert got == pytest.approx(want)
+    assert (
+        got[("rocketmq_proxy_request_latency_seconds_count", (("code", "SEND_MESSAGE_V2"), ("topic", "B")))]
+        == 5
+    )
