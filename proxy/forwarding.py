@@ -239,7 +239,7 @@ class ProxiedConnection(Protocol):
         up = self.upstream
         if up is None or up.transport is None:
             return
-        self.carry_out(self.session.receive(DIR_TO_SERVER, data))
+        self.carry_through(DIR_TO_SERVER, data)
 
     def connectionLost(self, reason: Failure = Failure(ConnectionError())) -> None:  # noqa: B008
         self.proxy.connections.discard(self)
@@ -284,13 +284,20 @@ class ProxiedConnection(Protocol):
         self._t.loseConnection()
 
     def from_upstream(self, data: bytes) -> None:
-        self.carry_out(self.session.receive(DIR_TO_CLIENT, data))
+        self.carry_through(DIR_TO_CLIENT, data)
 
     def upstream_lost(self, reason: Failure) -> None:
         self._record_close(f"upstream closed: {reason.getErrorMessage()}")
         self._t.loseConnection()
 
     # -- both -----------------------------------------------------------------------------------
+
+    def carry_through(self, direction: int, data: bytes) -> None:
+        """Forward what arrived, then let the watching hooks see it (the bytes do not wait for them)."""
+        session = self.session
+        self.carry_out(session.forward(direction, data))
+        if session.unwatched:
+            self.carry_out(session.watch())
 
     def carry_out(self, commands: list[Command]) -> None:
         """Do what the session asked, in order."""

@@ -8,11 +8,12 @@ what follows to a side, :class:`Close` the connection. Everything the proxy does
 (:class:`RecordHook`), broker-address rewriting (:class:`RewriteHook`) and fault injection
 (:class:`rmqtwin.proxy.faults.FaultHook`).
 
-A hook that only watches (recording) sees the frames of a read after the read was forwarded, so the
-bytes leave at once. A hook that may change, drop or answer frames *holds* a direction: that
-direction's bytes are then forwarded frame by frame, after every holding hook has seen each frame. A
-direction starts or stops being held only on a frame boundary, so a hook never sees a frame of which
-some bytes already left.
+A hook that only watches (recording, metrics) sees the frames of a read after the read was forwarded:
+the adapter carries out :meth:`ProxySession.forward`'s commands, then :meth:`ProxySession.watch`'s, so
+the bytes leave before anything watches them. A hook that may change, drop or answer frames *holds* a
+direction: that direction's bytes are then forwarded frame by frame, after every holding hook has seen
+each frame. A direction starts or stops being held only on a frame boundary, so a hook never sees a
+frame of which some bytes already left.
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ class ProxySession:
     (TLS, garbage) goes raw for good, as :class:`FrameSplitter` does.
     """
 
-    __slots__ = ("_holding", "_may_hold", "_observers", "_splitters", "hooks")
+    __slots__ = ("_holding", "_may_hold", "_observers", "_splitters", "hooks", "unwatched")
 
     def __init__(
         self, hooks: Sequence[Hook], *, framed: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
@@ -150,6 +151,8 @@ class ProxySession:
             for d in (DIR_TO_SERVER, DIR_TO_CLIENT)
         }
         self._observers = [h for h in self.hooks if type(h).observe is not Hook.observe]
+        self.unwatched: list[tuple[int, list[bytes], int]] = []
+        """(direction, frames, flags) forwarded and not yet watched: what :meth:`watch` hands on."""
 
     def from_client(self, data: bytes) -> list[Command]:
         return self.receive(DIR_TO_SERVER, data)
@@ -162,16 +165,25 @@ class ProxySession:
         return self._holding[direction]
 
     def receive(self, direction: int, data: bytes) -> list[Command]:
-        """Bytes that arrived for ``direction`` (DIR_TO_SERVER: from the client); the commands they give."""
+        """Bytes that arrived for ``direction`` (DIR_TO_SERVER: from the client); the commands they give:
+        :meth:`forward`'s, then :meth:`watch`'s."""
+        out = self.forward(direction, data)
+        if self.unwatched:
+            self.watch(out)
+        return out
+
+    def forward(self, direction: int, data: bytes) -> list[Command]:
+        """:meth:`receive` but for the watching hooks: the commands that forward ``data`` and what the
+        holding hooks ask. What the watching hooks are to see waits for :meth:`watch`: an adapter
+        carries these commands out first, so the bytes leave before anything watches them (the
+        metrics read every header)."""
         out: list[Command] = []
         splitter = self._splitters[direction]
-        observers = self._observers
+        watched = self.unwatched if self._observers else None
         if splitter is None:
             out.append(Send(direction, data))
-            if observers:
-                raw = [bytes(data)]
-                for hook in observers:
-                    hook.observe(direction, raw, FLAG_RAW, out)
+            if watched is not None:
+                watched.append((direction, [bytes(data)], FLAG_RAW))
             return out
         holders = self._holding[direction]
         if not splitter.buffered and not splitter.raw:
@@ -182,9 +194,8 @@ class ProxySession:
         if not holders:
             out.append(Send(direction, data))
             frames = splitter.feed(data)
-            if frames:
-                for hook in observers:
-                    hook.observe(direction, frames, 0, out)
+            if frames and watched is not None:
+                watched.append((direction, frames, 0))
         else:
             frames = splitter.feed(data)
             if frames:
@@ -193,15 +204,27 @@ class ProxySession:
                 chunks = splitter.take_raw()
                 for chunk in chunks:
                     out.append(Send(direction, chunk))
-                if chunks:
-                    for hook in observers:
-                        hook.observe(direction, chunks, FLAG_RAW, out)
+                if chunks and watched is not None:
+                    watched.append((direction, chunks, FLAG_RAW))
                 return out
         if splitter.raw:
             chunks = splitter.take_raw()
-            if chunks:
+            if chunks and watched is not None:
+                watched.append((direction, chunks, FLAG_RAW))
+        return out
+
+    def watch(self, out: list[Command] | None = None) -> list[Command]:
+        """The watching hooks' commands for what was forwarded since the last call (each hook's
+        :meth:`Hook.observe`, in order), appended to ``out`` when given."""
+        if out is None:
+            out = []
+        watched = self.unwatched
+        if watched:
+            self.unwatched = []
+            observers = self._observers
+            for direction, frames, flags in watched:
                 for hook in observers:
-                    hook.observe(direction, chunks, FLAG_RAW, out)
+                    hook.observe(direction, frames, flags, out)
         return out
 
     def _through_holders(
@@ -220,8 +243,8 @@ class ProxySession:
             else:
                 (plain if current is frame else changed).append(frame)
                 out.append(Send(direction, current))
-        for hook in self._observers:
+        if self._observers:
             if plain:
-                hook.observe(direction, plain, 0, out)
+                self.unwatched.append((direction, plain, 0))
             if changed:
-                hook.observe(direction, changed, FLAG_REWRITTEN, out)
+                self.unwatched.append((direction, changed, FLAG_REWRITTEN))

@@ -27,6 +27,7 @@ from rmqtwin.proxy.capture import (
 from rmqtwin.proxy.faults import FaultEngine
 from rmqtwin.proxy.forwarding import KIND_BROKER, ProxiedConnection, RecordingProxy, Upstream
 from rmqtwin.proxy.recorder import Recorder
+from rmqtwin.proxy.session import Command, Hook
 from rmqtwin.proxy.wire import peek_header
 from tests.proxy.frames import CLUSTER_INFO, ROUTE_QUOTED, json_frame
 
@@ -100,6 +101,25 @@ def test_client_is_paused_until_upstream_connects_then_producers_are_wired_both_
     assert client_t.producerState == "paused"
     up_t.producer.resumeProducing()
     assert client_t.producerState == "producing"
+
+
+def test_watching_hooks_see_a_read_after_its_bytes_were_written() -> None:
+    """The metrics read every header they watch: the adapter forwards a read before its watching
+    hooks see it, so the bytes do not wait for them."""
+    reactor, proxy = make_proxy()
+    seen: list[tuple[int, bytes, bytes]] = []
+
+    class Watcher(Hook):
+        def observe(self, direction: int, frames: list[bytes], flags: int, out: list[Command]) -> None:
+            seen.append((direction, up_t.value(), client_t.value()))
+
+    proxy.hook_factories.append(lambda conn: Watcher())
+    conn, client_t = accept(reactor.tcpServers[0][1])
+    up, up_t = connect_upstream(reactor)
+    request, answer = json_frame(105, 1, ext={"topic": "T"}), json_frame(0, 1, flag=1)
+    conn.dataReceived(request)
+    up.dataReceived(answer)  # held for rewriting: forwarded frame by frame, then watched
+    assert seen == [(DIR_TO_SERVER, request, b""), (DIR_TO_CLIENT, request, answer)]
 
 
 def test_bytes_are_forwarded_unchanged_and_namesrv_answers_are_rewritten(tmp_path: Path) -> None:

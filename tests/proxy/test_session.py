@@ -55,13 +55,21 @@ def test_rewriting_holds_upstream_frames_until_whole_and_records_the_original() 
     assert play(session, (C2S, REQUEST[:4])) == [Send(C2S, REQUEST[:4])]
 
 
+def test_forward_leaves_what_the_watching_hooks_see_to_watch() -> None:
+    session = ProxySession([RewriteHook(lambda f: None), RecordHook()])
+    assert session.forward(C2S, REQUEST) == [Send(C2S, REQUEST)]
+    assert session.forward(S2C, ANSWER) == [Send(S2C, ANSWER)]
+    assert session.watch() == [Record(C2S, [REQUEST]), Record(S2C, [ANSWER])]
+    assert session.watch() == []
+
+
 def test_an_impossible_length_word_turns_the_direction_raw_for_good() -> None:
     session = ProxySession([RewriteHook(lambda f: None), RecordHook()])
     tls = b"\x16\x03\x01\x02\x00" + b"\x01" * 20
-    assert play(session, (S2C, ANSWER + tls)) == [
+    assert play(session, (S2C, ANSWER + tls)) == [  # all the read forwarded before it is watched
         Send(S2C, ANSWER),
-        Record(S2C, [ANSWER]),
         Send(S2C, tls),
+        Record(S2C, [ANSWER]),
         Record(S2C, [tls], FLAG_RAW),
     ]
     assert play(session, (S2C, ANSWER)) == [Send(S2C, ANSWER), Record(S2C, [ANSWER], FLAG_RAW)]
