@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import struct
 
+import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -9,6 +11,7 @@ from rmqtwin.codec.frame import FrameSplitter
 from rmqtwin.proxy.wire import (
     mask_credentials,
     peek_header,
+    peek_summary,
 )
 from tests.proxy.frames import binary_frame, json_frame
 
@@ -111,3 +114,41 @@ def test_mask_credentials_binary() -> None:
     peek = peek_header(masked)
     assert peek is not None
     assert peek.ext_fields == {"a": "g", "AccessKey": "**", "Signature": "****"}
+
+
+def _loosely(header: bytes) -> tuple[int, int, int, int] | None:
+    """The summary as orjson and ``int()`` read it (what the proxy did before its typed decoders)."""
+    try:
+        obj = orjson.loads(header)
+        if not isinstance(obj, dict) or not isinstance(obj.get("extFields", {}), dict | None):
+            return None
+        return 0, int(obj.get("code", 0)), int(obj.get("opaque", 0)), int(obj.get("flag", 0))
+    except (ValueError, TypeError):
+        return None
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b'{"code":310,"extFields":{"a":"PG","b":"T"},"flag":0,"language":"JAVA","opaque":7,"version":409}',
+        b'{"version":409,"opaque":7,"flag":1,"code":0}',
+        b'{"code":"310","flag":"1","opaque":"7"}',
+        b'{"code":310.0,"flag":true,"opaque":-7}',
+        b'{"code":1,"code":2,"opaque":3,"opaque":4}',
+        b'{"code":11,"extFields":null,"opaque":1}',
+        b'{"code":11,"extFields":{"topic":5,"b":["x"]},"opaque":1}',
+        b'{"code":11,"extFields":[],"opaque":1}',
+        b'{"code":11,"opaque":1,"remark":"\\u00fc \\"opaque\\":2 \\ud800"}',
+        b'{"code":"x","opaque":1}',
+        b"[310, 1]",
+        b"{}",
+        b'{"code":310',
+        b"\xff",
+    ],
+)
+def test_the_typed_summary_reads_what_the_loose_way_reads(header: bytes) -> None:
+    """peek_summary's typed decoder hands what its strict types refuse to the loose way: the result is
+    what orjson and int() give (the labels and pairing of the metrics depend on it). Integers past 64
+    bits aside: the typed decoder reads them exactly, orjson as a float; Java's fields are 32-bit."""
+    frame = struct.pack(">II", 4 + len(header), len(header)) + header
+    assert peek_summary(frame) == _loosely(header)
