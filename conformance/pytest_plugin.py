@@ -26,7 +26,11 @@ whole session shares one cluster per line wherever a test does not need a store 
 Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) every test whose parameter id
 names a line (``[rocketmq-<line>]``: the ``real_rocketmq`` parameter; ``[real-<line>]``: a ``target``
 or version parameter of that name) runs on the same worker, so each worker starts the shared
-cluster of its own line only. Name a new parameter that way to join a line's worker.
+cluster of its own line only. Name a new parameter that way to join a line's worker. A module of
+``OWN_BROKER_TESTS`` (a broker of its own per line) leaves its line's group; every other test stays with
+its module (``tests/golden/`` as one), so module and session fixtures are made on one worker only. The
+two lines' groups go out first, one to each worker, then Spark's, docker's and the golden vectors', then
+the modules that start processes, the in-process ones last (``scope_order``).
 
 Tests that need a broker of their own (a store of their own, a broker they kill) start
 ``RealRocketMQ`` themselves and stop it in a ``finally``. Every instance the factory started is
@@ -89,6 +93,18 @@ SPARK_TESTS = "tests/spark/"
 DOCKER_TESTS = "tests/docker/"
 """Node ids of the tests that start containers on fixed loopback ports (a broker's advertised port must
 be the one its container publishes): two workers running them at once collide, so they share one."""
+GOLDEN_TESTS = "tests/golden/"
+"""Node ids of the tests that read the golden vectors: one generator and one verifier JVM per line for
+the whole directory (its session fixture), so on one worker they run once."""
+OWN_BROKER_TESTS = ("tests/store_mirror/test_interop_real.py", "tests/conformance/test_launcher_ready.py")
+"""Modules whose ``[real-<line>]`` tests start a broker of their own instead of the line's shared one:
+they need not wait behind the line's group, so they go to whichever worker is free."""
+FIRST = ("real-5", "real-4.9", "spark", "docker", "golden")
+"""The longest groups, handed out first in this order (one line to each worker from the start), so the
+short units come last and the workers end together."""
+SPAWNS = re.compile(r"java_client|JavaClient|RealRocketMQ|real_rocketmq|rocketmq_factory|start_subprocess")
+"""What a test module starts JVMs or rmqtwin processes with: such modules are handed out before the
+in-process ones."""
 
 _REAL_LINE_ID = re.compile(r"(?<![A-Za-z0-9_.])(?:rocketmq|real)-(4\.9|5)(?![0-9.])")
 
@@ -104,14 +120,19 @@ def real_line_of(nodeid: str) -> str | None:
 
 def xdist_scope(nodeid: str) -> str:
     """The group of tests ``make test`` runs on one xdist worker: ``docker`` for every test under
-    ``DOCKER_TESTS``, whatever its parameters; ``real-<line>`` for a test of one real line; ``spark`` for
-    the other tests under ``SPARK_TESTS``; otherwise the test alone."""
+    ``DOCKER_TESTS``, whatever its parameters; ``golden`` for those under ``GOLDEN_TESTS``;
+    ``real-<line>`` for a test of one real line's shared cluster (a module of ``OWN_BROKER_TESTS``:
+    ``<module>[real-<line>]``); ``spark`` for the other tests under ``SPARK_TESTS``; otherwise the
+    test's module, so its module and session fixtures (a twin, a JVM run of an oracle) are made once."""
     if nodeid.startswith(DOCKER_TESTS):
         return "docker"
+    if nodeid.startswith(GOLDEN_TESTS):
+        return "golden"
+    module = nodeid.split("::", 1)[0]
     line = real_line_of(nodeid)
     if line is not None:
-        return f"real-{line}"
-    return "spark" if nodeid.startswith(SPARK_TESTS) else nodeid
+        return f"{module}[real-{line}]" if module in OWN_BROKER_TESTS else f"real-{line}"
+    return "spark" if nodeid.startswith(SPARK_TESTS) else module
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -123,23 +144,52 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.real)
 
 
+def scope_order(scopes: list[str], spawns: Callable[[str], bool]) -> list[str]:
+    """The order the scopes are handed out: ``FIRST`` in its order, then the modules that ``spawns``
+    processes, then the rest; otherwise as given (xdist's order: most tests first)."""
+
+    def rank(scope: str) -> int:
+        if scope in FIRST:
+            return FIRST.index(scope)
+        return len(FIRST) + (0 if spawns(scope.split("[", 1)[0]) else 1)
+
+    return sorted(scopes, key=rank)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``-n N --dist loadgroup`` (``make test``): each group of ``xdist_scope`` on one worker.
 
     Each worker then starts the shared cluster of its own line only; the tests of ``SPARK_TESTS``
     share one Spark and one ingest, not one per worker; the tests of ``DOCKER_TESTS`` never run two
-    container stacks on the same fixed ports at once. Other tests are spread one by one, as
-    ``--dist load`` does. (pytest-xdist's own ``xdist_group`` marks do not reach its scheduler under
-    pytest 9, which identifies nodes by ``Node._id``.)
+    container stacks on the same fixed ports at once; a module's fixtures are made on one worker.
+    The groups go out longest first (``scope_order``). (pytest-xdist's own ``xdist_group`` marks do
+    not reach its scheduler under pytest 9, which identifies nodes by ``Node._id``.)
     """
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
+    root = config.rootpath
+
+    def spawns(module: str) -> bool:
+        try:
+            return SPAWNS.search((root / module).read_text(encoding="utf-8")) is not None
+        except OSError:
+            return False
+
     class RealLineScheduling(LoadScopeScheduling):
+        _ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return xdist_scope(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if not self._ordered:  # the queue is complete before the first unit goes out
+                self._ordered = True
+                for scope in scope_order(list(self.workqueue), spawns):
+                    self.workqueue.move_to_end(scope)
+            super()._assign_work_unit(node)
 
     return RealLineScheduling(config, log)
 
