@@ -2,7 +2,8 @@
 
 ``rmqtwin real start [--version 4.9|5] [--namesrv-port N] [--broker-port N] [--store DIR]``
 runs a name server and broker(s) in the foreground, prints their addresses and stops them on
-Ctrl-C. ``rmqtwin real fetch [--version 4.9|5|all]`` fills the jar cache (what set-up runs).
+Ctrl-C. ``rmqtwin real fetch [--version 4.9|5|all]`` fills the jar cache and the cache of the sources
+jars the code tables are checked against (what set-up runs).
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ def register(subparsers: Any) -> None:
     )
     start.set_defaults(handler=_start)
 
-    fetch = commands.add_parser("fetch", help="fetch the namesrv/broker/tools jars into the cache")
+    fetch = commands.add_parser(
+        "fetch", help="fetch the namesrv/broker/tools jars (and the code tables' sources jars) into the cache"
+    )
     fetch.add_argument("--version", default="all", help="4.9, 5 or all (default)")
     fetch.set_defaults(handler=_fetch)
 

@@ -88,6 +88,7 @@ __all__ = [
     "RocketMQVersion",
     "fetch",
     "fetch_proxy",
+    "fetch_sources",
     "java_available",
     "java_executable",
     "maven_executable",
@@ -109,6 +110,16 @@ class RocketMQVersion:
     server: str
     client: str
 
+
+# The ``-sources.jar`` files ``rmqtwin real fetch`` also caches: the Java the codec's code tables are
+# checked against (tests/codec/test_codes.py reads RequestCode, ResponseCode, LanguageCode, MQVersion).
+SOURCE_JARS: tuple[tuple[str, str], ...] = (
+    ("rocketmq-common", "4.9.8"),
+    ("rocketmq-common", "5.3.3"),
+    ("rocketmq-remoting", "5.3.3"),
+    ("rocketmq-common", "5.5.0"),
+    ("rocketmq-remoting", "5.5.0"),
+)
 
 VERSIONS: dict[str, RocketMQVersion] = {
     "4.9": RocketMQVersion(line="4.9", server="4.9.7", client="4.9.8"),
@@ -208,6 +219,49 @@ def fetch_proxy(version: str | RocketMQVersion = "5", *, quiet: bool = True) -> 
         raise RealRocketMQError(f"rocketmq-proxy exists from 5.0 on, not for {resolved.server}")
     lib = proxy_lib_dir(resolved)
     return _fetch_jars(PROXY_POM, resolved.server, lib, "rocketmq-proxy-*.jar", quiet=quiet)
+
+
+def sources_dir() -> Path:
+    return cache_dir() / "rocketmq-sources"
+
+
+def fetch_sources(artifact: str, version: str, *, quiet: bool = True) -> Path:
+    """The ``-sources.jar`` of ``org.apache.rocketmq:<artifact>:<version>``, fetched from Maven Central once.
+
+    ``mvn dependency:copy`` writes it to a temporary sibling; it is renamed into place, so a jar in the
+    cache is always whole.
+    """
+    directory = sources_dir()
+    jar = directory / f"{artifact}-{version}-sources.jar"
+    if jar.exists():
+        return jar
+    mvn = maven_executable()
+    if mvn is None:
+        raise RealRocketMQError(f"mvn is needed to fetch {jar.name} from Maven Central")
+    with file_lock(directory / ".fetch.lock"):
+        if jar.exists():
+            return jar
+        staging = Path(tempfile.mkdtemp(prefix="sources-", dir=directory))
+        try:
+            command = [
+                mvn,
+                *(["-q"] if quiet else []),
+                "-B",
+                "dependency:copy",
+                f"-Dartifact=org.apache.rocketmq:{artifact}:{version}:jar:sources",
+                f"-DoutputDirectory={staging}",
+            ]
+            proc = subprocess.run(
+                command, capture_output=True, text=True, env=_java_env(), cwd=staging, check=False
+            )
+            fetched = staging / jar.name
+            if proc.returncode != 0 or not fetched.is_file():
+                tail = _tail_text(proc.stdout + proc.stderr)
+                raise RealRocketMQError(f"fetching {jar.name} failed (rc={proc.returncode}):\n{tail}")
+            fetched.rename(jar)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return jar
 
 
 def _fetch_jars(pom: Path, version: str, lib: Path, main_jar: str, *, quiet: bool) -> Path:
@@ -1046,11 +1100,13 @@ class RealRocketMQProxy(_Launched):
 
 
 def main_fetch(versions: list[str]) -> int:
-    """Fetch the jars of each version (and the rocketmq-proxy of 5.x lines); print where they are."""
+    """Fetch each version's jars (and 5.x's rocketmq-proxy) and SOURCE_JARS; print where they are."""
     for name in versions:
         lib = fetch(name, quiet=True)
         print(f"RocketMQ {resolve_version(name).server}: {lib}", file=sys.stderr)
         if not resolve_version(name).line.startswith("4"):
             proxy = fetch_proxy(name, quiet=True)
             print(f"rocketmq-proxy {resolve_version(name).server}: {proxy}", file=sys.stderr)
+    for artifact, version in SOURCE_JARS:
+        print(f"sources: {fetch_sources(artifact, version)}", file=sys.stderr)
     return 0

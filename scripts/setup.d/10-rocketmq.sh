@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Real Apache RocketMQ for the conformance suite: namesrv + broker + tools jars of 4.9.7 and
 # 5.5.0 fetched from Maven Central into ~/.cache/rmqtwin/rocketmq/<version>/lib (or
-# $RMQTWIN_CACHE). Skipped quickly when already there. The fetch itself is
+# $RMQTWIN_CACHE), and the -sources.jar files tests/codec/test_codes.py reads RocketMQ's code tables
+# from (launcher.SOURCE_JARS, into ~/.cache/rmqtwin/rocketmq-sources). Skipped quickly when already there. The fetch itself is
 # rmqtwin.conformance.launcher.fetch, the same code the launcher runs on demand.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

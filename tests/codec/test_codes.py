@@ -1,11 +1,9 @@
-"""Codes and MQVersion ordinals, checked against the Apache RocketMQ sources when they are on the machine."""
+"""Codes and MQVersion ordinals, checked against Apache RocketMQ's Java (Maven Central's sources jars)."""
 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-from pathlib import Path
+import zipfile
 
 import pytest
 
@@ -24,21 +22,21 @@ from rmqtwin.codec.codes import (
     version_names,
     version_ordinal,
 )
+from rmqtwin.conformance.launcher import fetch_sources, maven_executable, sources_dir
 
-MIRROR = Path("/work/.mirror/apache+rocketmq/repo")
-P4 = "common/src/main/java/org/apache/rocketmq/common/protocol"
-P5 = "remoting/src/main/java/org/apache/rocketmq/remoting/protocol"
+P4 = "org/apache/rocketmq/common/protocol"  # rocketmq-common 4.9.x
+P5 = "org/apache/rocketmq/remoting/protocol"  # rocketmq-remoting 5.x
+MQVERSION = "org/apache/rocketmq/common/MQVersion.java"  # rocketmq-common, both lines
+RELEASES_5 = ("5.3.3", "5.5.0")
 
 
-def _java_source(ref: str, path: str) -> str:
-    if not MIRROR.exists() or shutil.which("git") is None:
-        pytest.skip("apache/rocketmq mirror not on this machine")
-    result = subprocess.run(
-        ["git", "-C", str(MIRROR), "show", f"{ref}:{path}"], capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        pytest.skip(f"{ref}:{path} not in the mirror")
-    return result.stdout
+def _java_source(artifact: str, version: str, path: str) -> str:
+    """One file of ``<artifact>-<version>-sources.jar`` (cached by set-up's ``rmqtwin real fetch``)."""
+    jar = sources_dir() / f"{artifact}-{version}-sources.jar"
+    if not jar.exists() and maven_executable() is None:
+        pytest.skip(f"{jar.name} is not cached and mvn (Maven) is not installed to fetch it")
+    with zipfile.ZipFile(fetch_sources(artifact, version)) as sources:
+        return sources.read(path).decode()
 
 
 def _int_constants(source: str) -> dict[str, int]:
@@ -77,35 +75,39 @@ def test_release_ordinals_from_protocol_sheet() -> None:
         version_name(-1)
 
 
-@pytest.mark.parametrize("ref", ["rocketmq-all-4.9.8", "rocketmq-all-5.3.3"])
-def test_version_names_match_mqversion_java(ref: str) -> None:
-    source = _java_source(ref, "common/src/main/java/org/apache/rocketmq/common/MQVersion.java")
+@pytest.mark.parametrize(("release", "current"), [("4.9.8", 409), ("5.3.3", 479), ("5.5.0", 513)])
+def test_version_names_match_mqversion_java(release: str, current: int) -> None:
+    source = _java_source("rocketmq-common", release, MQVERSION)
     body = source[source.index("enum Version") :]
     names = re.findall(r"\b(V\d\w*|HIGHER_VERSION)\b", body[: body.index("}")])
     assert list(version_names()) == names
-    current = re.search(r"CURRENT_VERSION = Version\.(\w+)\.ordinal", source)
-    assert current is not None
-    assert version_ordinal(current[1]) == {"rocketmq-all-4.9.8": 409, "rocketmq-all-5.3.3": 479}[ref]
+    found = re.search(r"CURRENT_VERSION = Version\.(\w+)\.ordinal", source)
+    assert found is not None
+    assert version_ordinal(found[1]) == current
 
 
-def test_request_codes_are_the_union_of_4_9_8_and_5_3_3() -> None:
-    java = _int_constants(_java_source("rocketmq-all-4.9.8", f"{P4}/RequestCode.java"))
-    java |= _int_constants(_java_source("rocketmq-all-5.3.3", f"{P5}/RequestCode.java"))
+def test_request_codes_are_the_union_of_4_9_8_and_5_x() -> None:
+    java = _int_constants(_java_source("rocketmq-common", "4.9.8", f"{P4}/RequestCode.java"))
+    for release in RELEASES_5:
+        java |= _int_constants(_java_source("rocketmq-remoting", release, f"{P5}/RequestCode.java"))
     ours = {member.name: member.value for member in RequestCode}
     assert {k: v for k, v in ours.items() if k in java} == java
     assert set(java) <= set(ours)
 
 
 def test_response_codes_match_java() -> None:
-    java = _int_constants(_java_source("rocketmq-all-4.9.8", f"{P4}/ResponseCode.java"))
-    java |= _int_constants(_java_source("rocketmq-all-5.3.3", f"{P5}/ResponseCode.java"))
-    java |= _int_constants(_java_source("rocketmq-all-5.3.3", f"{P5}/RemotingSysResponseCode.java"))
+    java = _int_constants(_java_source("rocketmq-common", "4.9.8", f"{P4}/ResponseCode.java"))
+    for release in RELEASES_5:
+        java |= _int_constants(_java_source("rocketmq-remoting", release, f"{P5}/ResponseCode.java"))
+        sys_codes = _java_source("rocketmq-remoting", release, f"{P5}/RemotingSysResponseCode.java")
+        java |= _int_constants(sys_codes)
     for name, value in java.items():
         assert ResponseCode[name] == value
 
 
-def test_language_codes_match_java() -> None:
-    source = _java_source("rocketmq-all-5.3.3", f"{P5}/LanguageCode.java")
+@pytest.mark.parametrize("release", RELEASES_5)
+def test_language_codes_match_java(release: str) -> None:
+    source = _java_source("rocketmq-remoting", release, f"{P5}/LanguageCode.java")
     java = {m[1]: int(m[2]) for m in re.finditer(r"([A-Z_]+)\(\(byte\)\s*(\d+)\)", source)}
     assert java == {lc.name: lc.value for lc in LanguageCode}
 
