@@ -42,6 +42,7 @@ from twisted.internet.task import LoopingCall
 
 from rmqtwin.codec.bodies import BatchAckMessageRequestBody
 from rmqtwin.codec.codes import ResponseCode
+from rmqtwin.codec.command import RemotingCommand
 from rmqtwin.codec.errors import BodyError, HeaderFieldError
 from rmqtwin.codec.headers import (
     AckMessageRequestHeader,
@@ -67,7 +68,6 @@ from rmqtwin.store_mirror.message_store import GetMessageStatus
 from rmqtwin.store_mirror.record import MessageExtBrokerInner, properties_to_string
 
 if TYPE_CHECKING:
-    from rmqtwin.codec.command import RemotingCommand
     from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
     from rmqtwin.fakes.broker.offsets import ConsumerOffsetTable
     from rmqtwin.fakes.broker.stats import BrokerStats
@@ -642,9 +642,10 @@ class PopProcessor:
         header: AckMessageRequestHeader | ChangeInvisibleTimeRequestHeader,
         *,
         ack: bool,
-    ) -> RemotingCommand | None:
+    ) -> list[str] | RemotingCommand:
         """The topic, queue and offset checks of ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME, each
-        field met (a null one failing) where 5.5.0's processor first uses it."""
+        field met (a null one failing) where 5.5.0's processor first uses it, then the extraInfo's
+        parts (the length check of the first getter each reads); the answer when a check fails."""
         topic = require_key(header.topic, "topic")
         config = self.topics.get(topic)
         if config is None:
@@ -680,15 +681,16 @@ class PopProcessor:
         if not ack and (offset < low or offset >= high):
             # createResponseCommand(Class) leaves its default remark.
             return response(ResponseCode.NO_MESSAGE, NOT_SET_REMARK)
-        return None
+        getter = ("getBrokerName", 6, 107) if ack else ("getReviveQid", 4, 68)
+        parts = extra_info_parts(header.extra_info, *getter)
+        header.consumer_group = header.consumer_group or ""  # only named in the ack 5.5.0 stores
+        return parts
 
     def ack_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, AckMessageRequestHeader, strict=False)
-        failure = self._queue_checks(channel, header, ack=True)
-        if failure is not None:
-            return failure
-        parts = extra_info_parts(header.extra_info, "getBrokerName", 6, 107)
-        header.consumer_group = header.consumer_group or ""  # only named in the ack 5.5.0 stores
+        parts = self._queue_checks(channel, header, ack=True)
+        if isinstance(parts, RemotingCommand):
+            return parts
         if parts[3] == str(POP_ORDER_REVIVE_QUEUE):
             try:
                 pop_time = int(parts[1])
@@ -795,11 +797,9 @@ class PopProcessor:
     # -- CHANGE_MESSAGE_INVISIBLETIME ----------------------------------------------------------------
     def change_invisible_time(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, ChangeInvisibleTimeRequestHeader, strict=False)
-        failure = self._queue_checks(channel, header, ack=False)
-        if failure is not None:
-            return failure
-        parts = extra_info_parts(header.extra_info, "getReviveQid", 4, 68)
-        header.consumer_group = header.consumer_group or ""
+        parts = self._queue_checks(channel, header, ack=False)
+        if isinstance(parts, RemotingCommand):
+            return parts
         try:
             revive_qid = int(parts[3])
             pop_time = int(parts[1])
