@@ -7,6 +7,7 @@ consumerConnection/producerConnection/getBrokerConfig, plus the small reads they
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import math
 import os
@@ -193,7 +194,7 @@ class AdminProcessor:
         if config is None:
             return response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
         store = self.store
-        table: dict[Any, Any] = {}
+        table: dict[MessageQueue, TopicOffset] = {}
         # 4.9.x lists the write queues; 5.x every queue, read or write (a topic being shrunk has
         # readable queues no producer writes to any more).
         queues = config.write_queue_nums
@@ -400,7 +401,7 @@ class AdminProcessor:
             }
         # ScheduleMessageService.buildRunningStats: each level delivered from so far, "offset,maxOffset".
         for level, offset in sorted(self.schedule.offset_table.items()):
-            max_offset = _safe(lambda q=level - 1: store.get_max_offset_in_queue(SCHEDULE_TOPIC, q), 0)
+            max_offset = _safe(functools.partial(store.get_max_offset_in_queue, SCHEDULE_TOPIC, level - 1), 0)
             table[f"scheduleMessageOffset_{level}"] = f"{offset},{max_offset}"
         return response(body=KVTable(table=table).encode())
 
@@ -484,7 +485,7 @@ def _not_supported(request: RemotingCommand) -> RemotingCommand:
     return response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported")
 
 
-def _safe(fn: Any, default: int) -> int:
+def _safe(fn: Callable[[], int], default: int) -> int:
     try:
         return int(fn())
     except Exception:

@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     from rmqtwin.fakes.broker.stats import BrokerStats
     from rmqtwin.fakes.broker.topics import TopicTable
     from rmqtwin.fakes.config import BrokerConfig
-    from rmqtwin.store_mirror.message_store import MessageStore
+    from rmqtwin.store_mirror.message_store import MessageFilter, MessageStore
 
 REVIVE_QUEUE_NUM = 8  # BrokerConfig.reviveQueueNum
 POP_FROM_RETRY_PROBABILITY = 20  # BrokerConfig.popFromRetryProbability
@@ -908,7 +908,7 @@ class _Pop:
     header: PopMessageRequestHeader
     revive_qid: int
     pop_time: int
-    message_filter: Any
+    message_filter: MessageFilter
     found: _PopResult
 
 

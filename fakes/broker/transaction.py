@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.errors import CodecError, HeaderFieldError
@@ -29,7 +29,7 @@ from rmqtwin.codec.java import in_java_hash_map_order
 from rmqtwin.codec.message import MessageConst, MessageExt, MessageSysFlag, decode_offset_msg_id
 from rmqtwin.fakes.broker.topics import PERM_READ, PERM_WRITE, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from rmqtwin.fakes.dispatch import Channel, response
-from rmqtwin.store_mirror.commitlog import PutMessageStatus
+from rmqtwin.store_mirror.commitlog import PutMessageResult, PutMessageStatus
 from rmqtwin.store_mirror.record import (
     MessageExtBrokerInner,
     properties_to_string,
@@ -224,7 +224,7 @@ class TransactionService:
         wakeup = first + interval
         return 0 if over_size or wakeup <= start else wakeup
 
-    def _put_op(self, queue_id: int, body: str) -> Any:
+    def _put_op(self, queue_id: int, body: str) -> PutMessageResult:
         self.topics.create_in_send_back_method(TRANS_OP_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
         props = {"TAGS": "d", "WAIT": "false"}
         op = MessageExtBrokerInner(
