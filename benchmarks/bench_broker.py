@@ -36,6 +36,7 @@ from typing import Any
 from common import (
     PeakRss,
     Profile,
+    alternated,
     by_round,
     cpu_seconds,
     fmt,
@@ -259,15 +260,7 @@ def metrics_in_process(rounds: int = 15, body: int = 1024) -> str:
                     dispatcher.dispatch(None, request)  # type: ignore[arg-type]
                 return (time.process_time_ns() - cpu) / 20_000
 
-            added = []
-            for i in range(rounds):  # alternated, the order too: a neighbour's burst hurts both alike
-                if i % 2:
-                    observed = per_request(True)
-                    plain = per_request(False)
-                else:
-                    plain = per_request(False)
-                    observed = per_request(True)
-                added.append(observed - plain)
+            added = [observed - plain for plain, observed in alternated(per_request, rounds)]
         finally:
             broker.shutdown()
     observer_ns = statistics.median(added)
@@ -282,14 +275,12 @@ def metrics_in_process(rounds: int = 15, body: int = 1024) -> str:
 
 def metrics_rounds(args: argparse.Namespace) -> int:
     """Issue 16's metrics cost alone: rounds of the plain twin and the twin with --metrics-port."""
-    rows = []
-    for i in range(args.metrics_rounds):
-        # the order alternates: whichever runs first meets the machine as the round before left it
-        pair = {}
-        for metered in (False, True) if i % 2 == 0 else (True, False):
-            label = "rmqtwin+metrics" if metered else "rmqtwin"
-            pair[metered] = measure(label, lambda metered=metered: start_twin(args, metrics=metered), args)
-        rows += [pair[False], pair[True]]
+
+    def run(metered: bool) -> dict[str, Any]:
+        label = "rmqtwin+metrics" if metered else "rmqtwin"
+        return measure(label, lambda: start_twin(args, metrics=metered), args)
+
+    rows = [row for pair in alternated(run, args.metrics_rounds) for row in pair]
     print_table(COLUMNS, ([row[c] for c in COLUMNS] for row in rows))
     print(f"after: {load_note()}")
     plain, metered = rows[0::2], rows[1::2]

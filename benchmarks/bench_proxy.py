@@ -30,7 +30,17 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from common import PeakRss, Profile, by_round, cpu_seconds, per_round, profile_top, rss_kib, write_figures
+from common import (
+    PeakRss,
+    Profile,
+    alternated,
+    by_round,
+    cpu_seconds,
+    per_round,
+    profile_top,
+    rss_kib,
+    write_figures,
+)
 
 
 def capture_bytes(capture: Path) -> int:
@@ -165,18 +175,8 @@ def metrics_cost_ns(rounds: int = 15, body: int = 1024) -> tuple[float, float]:
                 session.from_upstream(answer)
         return (time.process_time_ns() - cpu) / (3 * len(pairs))
 
-    bare, added = [], []
-    for i in range(rounds):
-        # alternated (the order too): a neighbour's burst hurts both of a pair alike
-        if i % 2:
-            plain = per_message(False)
-            metered = per_message(True)
-        else:
-            metered = per_message(True)
-            plain = per_message(False)
-        bare.append(plain)
-        added.append(metered - plain)
-    return statistics.median(bare), statistics.median(added)
+    pairs = alternated(per_message, rounds)
+    return statistics.median(plain for plain, _ in pairs), statistics.median(m - p for p, m in pairs)
 
 
 def metrics_line(forward_us: float | None = None) -> str:

@@ -13,6 +13,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 Figures = dict[str, float | int | str | None]
 
@@ -113,6 +114,21 @@ def per_round(base: Sequence[Row], other: Sequence[Row], key: str, *, added: boo
     of medians on a shared machine."""
     pairs = [(float(b[key]), float(o[key])) for b, o in zip(base, other, strict=True)]
     return [o - b if added else o / max(b, 1e-9) for b, o in pairs]
+
+
+T = TypeVar("T")
+
+
+def alternated(measure: Callable[[bool], T], rounds: int) -> list[tuple[T, T]]:
+    """``rounds`` pairs (without, with) of ``measure(False)`` and ``measure(True)``, the order alternating
+    from round to round: a neighbour's burst hurts both of a pair alike, and neither side always meets
+    the machine as the other left it."""
+    pairs = []
+    for i in range(rounds):
+        first = bool(i % 2)
+        one, other = measure(first), measure(not first)
+        pairs.append((other, one) if first else (one, other))
+    return pairs
 
 
 def by_round(values: Sequence[float], spec: str, *, unit: str = "", note: str = "") -> str:
