@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["build_report", "write_report"]
 
@@ -59,31 +59,14 @@ def _bucket_ns(lo: int, hi: int) -> int:
     return max(1_000_000_000, span // 120)
 
 
-def _latency_percentiles(
-    ex: DataFrame, in_bucket: Column, key: str, keys: Sequence[str]
-) -> list[tuple[int, str, int, int]]:
-    """Latency p50/p99 per time bucket for each of ``keys`` (request codes or topics)."""
-    from pyspark.sql import functions as sf
-
-    rows = (
-        ex.where(sf.col("latency_ns").isNotNull() & sf.col(key).isin(list(keys)))
-        .groupBy(in_bucket, key)
-        .agg(
-            sf.percentile_approx("latency_ns", 0.5).alias("p50"),
-            sf.percentile_approx("latency_ns", 0.99).alias("p99"),
-        )
-        .collect()
-    )
-    return [(r["b"], r[key], r["p50"], r["p99"]) for r in rows]
-
-
 def build_report(
     spark: SparkSession, root: str | Path, *, start: str | None = None, end: str | None = None
 ) -> dict[str, Any]:
-    """Everything the page shows, as plain data (also what ``--json`` writes)."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as sf
+    """Everything the page shows, as plain data (also what ``--json`` writes).
 
+    Two Spark actions: the frames' summary and busiest connections, then every other figure in one
+    union of aggregations (each table's columns read once); a Spark action's fixed cost (planning,
+    code generation, scheduling) was most of what the fourteen separate ones cost."""
     root = Path(root)
     lo_f, hi_f = _ns(start), _ns(end)
     frames = _table(spark, root, "frames", "wall_ns", (lo_f, hi_f))
@@ -101,164 +84,340 @@ def build_report(
         if skipped_dir.exists()
         else []
     )
+    lo = hi = 0
     if frames is not None:
-        s = frames.agg(
-            sf.min("wall_ns").alias("lo"),
-            sf.max("wall_ns").alias("hi"),
-            sf.count("*").alias("frames"),
-            sf.countDistinct("capture", "conn_id").alias("connections"),
-            sf.sum(sf.col("frame_length").cast("bigint")).alias("bytes"),
-        ).collect()[0]
-        out["summary"] = {
-            "from": _iso(s["lo"]),
-            "to": _iso(s["hi"]),
-            "frames": s["frames"],
-            "connections": s["connections"],
-            "bytes": s["bytes"],
-        }
-        lo, hi = s["lo"] or 0, s["hi"] or 0
-        conns = (
-            frames.groupBy("capture", "conn_id", "kind", "client", "server")
-            .agg(
-                sf.min("wall_ns").alias("first"),
-                sf.max("wall_ns").alias("last"),
-                sf.count("*").alias("frames"),
-            )
-            .orderBy(sf.desc("frames"))
-            .limit(40)
-            .collect()
-        )
-        out["connections"] = [r.asDict() for r in conns]
-    else:
-        lo = hi = 0
+        out["summary"], out["connections"] = _frames_figures(frames)
+        lo, hi = out["summary"].pop("lo") or 0, out["summary"].pop("hi") or 0
+    parts: list[DataFrame] = []
+    bucket = _bucket_ns(lo, hi)
     if ex is not None:
-        ex = ex.select(
-            "capture", "conn_id", "request_direction", "request_wall_ns", "request_code", "request_code_name",
-            "response_code", "response_code_name", "remark", "latency_ns", "topic", "consumer_group",
-            "queue_id", "queue_offset", "max_offset", "language", "client_version", "client",
-            "response_seq", "unanswered",
-        ).persist(StorageLevel.MEMORY_AND_DISK)  # fmt: skip
-        out["clients"] = [
-            r.asDict()
-            for r in ex.where("request_direction = 0 AND language IS NOT NULL")
-            .groupBy("language", "client_version")
-            .agg(sf.countDistinct("client").alias("clients"), sf.count("*").alias("requests"))
-            .orderBy(sf.desc("requests"))
-            .collect()
-        ]
-        ex.createOrReplaceTempView("report_ex")
-        out["by_code"] = [
-            r.asDict()
-            for r in spark.sql(
-                "SELECT request_code, request_code_name, count(*) AS requests, "
-                "sum(CASE WHEN response_code <> 0 THEN 1 ELSE 0 END) AS not_ok, "
-                "sum(CASE WHEN unanswered IS NOT NULL THEN 1 ELSE 0 END) AS unanswered, "
-                "percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ns) AS p50_ns, "
-                "percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_ns) AS p99_ns "
-                "FROM report_ex GROUP BY request_code, request_code_name ORDER BY requests DESC"
-            ).collect()
-        ]
-        out["errors"] = [
-            r.asDict()
-            for r in spark.sql(
-                "SELECT request_code_name, response_code, response_code_name, remark, count(*) AS n, "
-                "first(concat(capture, ' #', conn_id, ' frame ', response_seq)) AS example "
-                "FROM report_ex WHERE response_code IS NOT NULL AND response_code <> 0 "
-                "GROUP BY request_code_name, response_code, response_code_name, remark "
-                "ORDER BY n DESC LIMIT 50"
-            ).collect()
-        ]
-        bucket = _bucket_ns(lo, hi)
-        top_codes = [r["request_code_name"] for r in out["by_code"][:TOP]]
-        in_bucket = ((sf.col("request_wall_ns") - lo) / bucket).cast("long").alias("b")
-        rate = (
-            ex.where(sf.col("request_code_name").isin(top_codes))
-            .groupBy(in_bucket, "request_code_name")
-            .count()
-        )
-        out["rate"] = {
-            "bucket_s": bucket / 1e9,
-            "rows": [(r["b"], r["request_code_name"], r["count"]) for r in rate.collect()],
-        }
-        out["latency_by_code"] = _latency_percentiles(ex, in_bucket, "request_code_name", top_codes)
-        top_topics = [
-            r["topic"]
-            for r in ex.where("topic IS NOT NULL")
-            .groupBy("topic")
-            .count()
-            .orderBy(sf.desc("count"))
-            .limit(TOP)
-            .collect()
-        ]
-        out["latency_by_topic"] = _latency_percentiles(ex, in_bucket, "topic", top_topics)
-        lag = (
-            ex.where("max_offset IS NOT NULL AND queue_offset IS NOT NULL")
-            .withColumn(
-                "series", sf.concat_ws(" ", "consumer_group", "topic", sf.concat(sf.lit("q"), "queue_id"))
-            )
-            .groupBy(in_bucket, "series")
-            .agg(sf.max(sf.col("max_offset") - sf.col("queue_offset")).alias("lag"))
-            .collect()
-        )
-        out["lag"] = [(r["b"], r["series"], r["lag"]) for r in lag]
+        parts.append(_exchange_sets(ex, lo, bucket))
     if msgs is not None:
-        msgs = msgs.select("event", "msg_id", "topic", "group", "client", "wall_ns", "body_length")
-        msgs = msgs.persist(StorageLevel.MEMORY_AND_DISK)
-        out["sizes"] = _size_histogram(msgs.where("event = 'sent'"))
-        sent = msgs.where("event = 'sent'").select("msg_id", "topic", sf.col("wall_ns").alias("sent_ns"))
-        first = (
-            msgs.where("event = 'delivered'")
-            .groupBy("msg_id", "group")
-            .agg(sf.min("wall_ns").alias("delivered_ns"), sf.count("*").alias("deliveries"))
-        )
-        delay = (
-            sent.join(first, "msg_id")
-            .groupBy("topic", "group")
-            .agg(
-                sf.count("*").alias("messages"),
-                sf.percentile_approx(sf.col("delivered_ns") - sf.col("sent_ns"), 0.5).alias("p50_ns"),
-                sf.percentile_approx(sf.col("delivered_ns") - sf.col("sent_ns"), 0.99).alias("p99_ns"),
-                sf.sum(sf.col("deliveries") - 1).alias("redeliveries"),
-            )
-            .orderBy("topic", "group")
-            .collect()
-        )
-        out["delivery_delay"] = [r.asDict() for r in delay]
-        for key, event in (("producers", "sent"), ("consumers", "delivered")):
-            # the 20 clients (and groups) with the most messages sent, or delivered to them
-            out[key] = [
-                r.asDict()
-                for r in msgs.where(f"event = '{event}'")
-                .groupBy("client", "group")
-                .agg(sf.count("*").alias("messages"), sf.sum("body_length").alias("bytes"))
-                .orderBy(sf.desc("messages"))
-                .limit(20)
-                .collect()
-            ]
-        msgs.unpersist()
+        parts += _message_sets(msgs)
+    if not parts:
+        return out
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part, allowMissingColumns=True)
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for r in union.collect():
+        rows.setdefault(r["set"], []).append(r.asDict())
     if ex is not None:
-        ex.unpersist()
+        out.update(_exchange_figures(rows, bucket))
+    if msgs is not None:
+        out.update(_message_figures(rows))
     return out
+
+
+def _frames_figures(frames: DataFrame) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The summary (with the time range's ``lo``/``hi`` in ns) and the 40 connections with the most
+    frames, from one aggregation per connection: one Spark action."""
+    frames.createOrReplaceTempView("report_frames")
+    rows = frames.sparkSession.sql(
+        """
+        WITH per_conn AS (
+          SELECT capture, conn_id, kind, client, server, min(wall_ns) AS first, max(wall_ns) AS last,
+                 count(*) AS frames, sum(CAST(frame_length AS BIGINT)) AS bytes
+          FROM report_frames GROUP BY capture, conn_id, kind, client, server
+        ), once AS (
+          SELECT *, row_number() OVER (PARTITION BY capture, conn_id ORDER BY frames) AS nth FROM per_conn
+        ), ranked AS (
+          SELECT *, min(first) OVER () AS lo, max(last) OVER () AS hi, sum(frames) OVER () AS total,
+                 sum(bytes) OVER () AS total_bytes,
+                 count_if(nth = 1 AND capture IS NOT NULL AND conn_id IS NOT NULL) OVER () AS connections,
+                 row_number() OVER (ORDER BY frames DESC) AS rank
+          FROM once
+        )
+        SELECT * FROM ranked WHERE rank <= 40 ORDER BY rank
+        """
+    ).collect()
+    top = rows[0] if rows else None
+    summary = {
+        "from": _iso(top["lo"] if top else None),
+        "to": _iso(top["hi"] if top else None),
+        "frames": top["total"] if top else 0,
+        "connections": top["connections"] if top else 0,
+        "bytes": top["total_bytes"] if top else None,
+        "lo": top["lo"] if top else None,
+        "hi": top["hi"] if top else None,
+    }
+    keys = ("capture", "conn_id", "kind", "client", "server", "first", "last", "frames")
+    return summary, [{k: r[k] for k in keys} for r in rows]
+
+
+def _sets(
+    df: DataFrame, columns: dict[str, str], sets: Sequence[tuple[str, str, dict[str, str]]]
+) -> DataFrame:
+    """One row per row of ``df`` and set ``(name, condition, {column: expression})`` whose condition the
+    row meets, with the set's name in ``set``, its expressions in their ``columns`` (``{name: SQL
+    type}``) and the other columns null: GROUPING SETS, but each set with its own rows and its own
+    value columns, so an expensive aggregate (a percentile) reads only the rows of the set it is for."""
+    elems = []
+    for name, condition, exprs in sets:
+        fields = ", ".join(
+            f"'{col}', CAST({exprs.get(col, 'NULL')} AS {sql_type})" for col, sql_type in columns.items()
+        )
+        elems.append(f"IF({condition}, named_struct('set', '{name}', {fields}), NULL)")
+    return df.selectExpr(f"inline(filter(array({', '.join(elems)}), x -> x IS NOT NULL))")
+
+
+_EX_COLUMNS = {
+    "language": "STRING",
+    "client_version": "INT",
+    "client": "STRING",
+    "request_code": "INT",
+    "request_code_name": "STRING",
+    "response_code": "INT",
+    "response_code_name": "STRING",
+    "remark": "STRING",
+    "b": "BIGINT",
+    "topic": "STRING",
+    "series": "STRING",
+    # values
+    "lat_exact": "BIGINT",
+    "lat": "BIGINT",
+    "lag": "BIGINT",
+    "not_ok": "INT",
+    "unanswered": "INT",
+    "example": "STRING",
+}
+_EX_VALUES = ("lat_exact", "lat", "lag", "not_ok", "unanswered", "example")
+_EX_SETS: tuple[tuple[str, str, dict[str, str]], ...] = (
+    (
+        "clients",
+        "request_direction = 0 AND language IS NOT NULL",
+        {"language": "language", "client_version": "client_version", "client": "client"},
+    ),
+    (
+        "by_code",
+        "true",
+        {
+            "request_code": "request_code",
+            "request_code_name": "request_code_name",
+            "lat_exact": "latency_ns",
+            "not_ok": "CASE WHEN response_code <> 0 THEN 1 ELSE 0 END",
+            "unanswered": "CASE WHEN unanswered IS NOT NULL THEN 1 ELSE 0 END",
+        },
+    ),
+    (
+        "errors",
+        "response_code IS NOT NULL AND response_code <> 0",
+        {
+            "request_code_name": "request_code_name",
+            "response_code": "response_code",
+            "response_code_name": "response_code_name",
+            "remark": "remark",
+            "example": "concat(capture, ' #', conn_id, ' frame ', response_seq)",
+        },
+    ),
+    # requests per bucket and code, and their latency percentiles (of the answered ones)
+    ("rate", "true", {"b": "b", "request_code_name": "request_code_name", "lat": "latency_ns"}),
+    ("topic", "topic IS NOT NULL", {"b": "b", "topic": "topic", "lat": "latency_ns"}),
+    (
+        "lag",
+        "max_offset IS NOT NULL AND queue_offset IS NOT NULL",
+        {
+            "b": "b",
+            "series": "concat_ws(' ', consumer_group, topic, concat('q', queue_id))",
+            "lag": "max_offset - queue_offset",
+        },
+    ),
+)
+
+
+def _exchange_sets(ex: DataFrame, lo: int, bucket: int) -> DataFrame:
+    """Every figure of the exchanges in one aggregation; ``errors`` keeps the 50 with the most
+    exchanges, ``topic`` the time series of the :data:`TOP` topics with the most requests."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as sf
+
+    keys = [c for c in _EX_COLUMNS if c not in _EX_VALUES]
+    ex = ex.withColumn("b", ((sf.col("request_wall_ns") - lo) / bucket).cast("long"))
+    agg = (
+        _sets(ex, _EX_COLUMNS, _EX_SETS)
+        .groupBy("set", *keys)
+        .agg(
+            sf.count("*").alias("n"),
+            sf.sum("not_ok").alias("not_ok"),
+            sf.sum("unanswered").alias("unanswered"),
+            sf.expr("percentile_disc(0.5) WITHIN GROUP (ORDER BY lat_exact)").alias("p50_ns"),
+            sf.expr("percentile_disc(0.99) WITHIN GROUP (ORDER BY lat_exact)").alias("p99_ns"),
+            sf.count("lat").alias("answered"),
+            sf.percentile_approx("lat", 0.5).alias("p50"),
+            sf.percentile_approx("lat", 0.99).alias("p99"),
+            sf.max("lag").alias("lag"),
+            sf.first("example").alias("example"),
+        )
+    )
+    topic_total = sf.sum("n").over(Window.partitionBy("set", "topic"))
+    agg = agg.withColumn("topic_n", sf.when(sf.col("set") == "topic", topic_total))
+    ranked = agg.withColumn(
+        "rank",
+        sf.when(
+            sf.col("set") == "errors", sf.row_number().over(Window.partitionBy("set").orderBy(sf.desc("n")))
+        ).when(
+            sf.col("set") == "topic",
+            sf.dense_rank().over(Window.partitionBy("set").orderBy(sf.desc("topic_n"), "topic")),
+        ),
+    )
+    return ranked.where(
+        "rank IS NULL OR (set = 'errors' AND rank <= 50) OR (set = 'topic' AND rank <= " + str(TOP) + ")"
+    ).drop("lat_exact", "lat", "topic_n", "rank")
+
+
+def _exchange_figures(rows: dict[str, list[dict[str, Any]]], bucket: int) -> dict[str, Any]:
+    clients: dict[tuple[Any, Any], list[int]] = {}
+    for r in rows.get("clients", []):
+        row = clients.setdefault((r["language"], r["client_version"]), [0, 0])
+        row[0] += r["client"] is not None
+        row[1] += r["n"]
+    by_code = sorted(
+        (
+            {
+                "request_code": r["request_code"],
+                "request_code_name": r["request_code_name"],
+                "requests": r["n"],
+                "not_ok": r["not_ok"],
+                "unanswered": r["unanswered"],
+                "p50_ns": r["p50_ns"],
+                "p99_ns": r["p99_ns"],
+            }
+            for r in rows.get("by_code", [])
+        ),
+        key=lambda r: (-r["requests"], r["request_code"]),
+    )
+    top_codes = {r["request_code_name"] for r in by_code[:TOP]} - {None}
+    rate = [r for r in rows.get("rate", []) if r["request_code_name"] in top_codes]
+
+    def series(found: list[dict[str, Any]], key: str) -> list[tuple[int, str, int, int]]:
+        return sorted((r["b"], r[key], r["p50"], r["p99"]) for r in found if r["answered"])
+
+    return {
+        "clients": [
+            {"language": lang, "client_version": version, "clients": n, "requests": requests}
+            for (lang, version), (n, requests) in sorted(
+                clients.items(), key=lambda kv: (-kv[1][1], str(kv[0]))
+            )
+        ],
+        "by_code": by_code,
+        "errors": [
+            {
+                k: r[k]
+                for k in (
+                    "request_code_name",
+                    "response_code",
+                    "response_code_name",
+                    "remark",
+                    "n",
+                    "example",
+                )
+            }
+            for r in sorted(rows.get("errors", []), key=lambda r: -r["n"])
+        ],
+        "rate": {
+            "bucket_s": bucket / 1e9,
+            "rows": sorted((r["b"], r["request_code_name"], r["n"]) for r in rate),
+        },
+        "latency_by_code": series(rate, "request_code_name"),
+        "latency_by_topic": series(rows.get("topic", []), "topic"),
+        "lag": sorted((r["b"], r["series"], r["lag"]) for r in rows.get("lag", [])),
+    }
 
 
 SIZE_BINS = 50
 
+_MSG_COLUMNS = {"event": "STRING", "client": "STRING", "group": "STRING", "body_length": "INT", "size": "INT"}
+_MSG_SETS: tuple[tuple[str, str, dict[str, str]], ...] = (
+    ("size", "event = 'sent'", {"body_length": "body_length"}),
+    ("peers", "true", {"event": "event", "client": "client", "group": "`group`", "size": "body_length"}),
+)
 
-def _size_histogram(sent: DataFrame) -> dict[str, Any]:
-    """The sent bodies' sizes in :data:`SIZE_BINS` equal bins between the smallest and the largest,
-    counted by Spark (``edges``, ``counts``): only the bins come to the driver."""
+
+def _message_sets(msgs: DataFrame) -> list[DataFrame]:
+    """The sent bodies' sizes in :data:`SIZE_BINS` equal bins between the smallest and the largest
+    (``sizes``), the 20 clients (and groups) with the most messages sent and delivered (``clients``),
+    both from one aggregation; sent → first delivered per topic and group (``delay``)."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as sf
 
-    lo, hi = sent.agg(sf.min("body_length"), sf.max("body_length")).first() or (None, None)
-    if lo is None or hi is None:
-        return {"edges": [], "counts": []}
-    width = max((hi - lo) / SIZE_BINS, 1e-9)
-    b = sf.least(sf.floor((sf.col("body_length") - lo) / width), sf.lit(SIZE_BINS - 1)).cast("int")
-    counts: dict[int, int] = {r["b"]: r["count"] for r in sent.groupBy(b.alias("b")).count().collect()}
-    return {
-        "edges": [lo + i * width for i in range(SIZE_BINS + 1)],
-        "counts": [counts.get(i, 0) for i in range(SIZE_BINS)],
+    msgs = msgs.select("event", "msg_id", "topic", "group", "client", "wall_ns", "body_length")
+    agg = (
+        _sets(msgs, _MSG_COLUMNS, _MSG_SETS)
+        .groupBy("set", "event", "client", "group", "body_length")
+        .agg(sf.count("*").alias("messages"), sf.sum("size").alias("bytes"))
+    )
+    whole = Window.partitionBy("set")
+    sizes = agg.where("set = 'size'").select(
+        "body_length",
+        "messages",
+        sf.min("body_length").over(whole).alias("size_lo"),
+        sf.max("body_length").over(whole).alias("size_hi"),
+    )
+    width = sf.greatest((sf.col("size_hi") - sf.col("size_lo")) / SIZE_BINS, sf.lit(1e-9))
+    b = sf.least(sf.floor((sf.col("body_length") - sf.col("size_lo")) / width), sf.lit(SIZE_BINS - 1))
+    sizes = sizes.groupBy(sf.lit("sizes").alias("set"), "size_lo", "size_hi", b.cast("int").alias("bin")).agg(
+        sf.sum("messages").alias("sized")
+    )
+    tops = (
+        agg.where("set = 'peers'")
+        .withColumn("rank", sf.row_number().over(Window.partitionBy("event").orderBy(sf.desc("messages"))))
+        .where("rank <= 20")
+        .select("set", "event", "client", "group", "messages", "bytes")
+    )
+    sent = msgs.where("event = 'sent'").select("msg_id", "topic", sf.col("wall_ns").alias("sent_ns"))
+    first = (
+        msgs.where("event = 'delivered'")
+        .groupBy("msg_id", "group")
+        .agg(sf.min("wall_ns").alias("delivered_ns"), sf.count("*").alias("deliveries"))
+    )
+    delay = (
+        sent.join(first, "msg_id")
+        .groupBy("topic", "group")
+        .agg(
+            sf.count("*").alias("delayed"),
+            sf.percentile_approx(sf.col("delivered_ns") - sf.col("sent_ns"), 0.5).alias("delay_p50"),
+            sf.percentile_approx(sf.col("delivered_ns") - sf.col("sent_ns"), 0.99).alias("delay_p99"),
+            sf.sum(sf.col("deliveries") - 1).alias("redeliveries"),
+        )
+        .withColumn("set", sf.lit("delay"))
+    )
+    return [sizes, tops, delay]
+
+
+def _message_figures(rows: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    sizes: dict[str, Any] = {"edges": [], "counts": []}
+    if rows.get("sizes"):
+        lo, hi = rows["sizes"][0]["size_lo"], rows["sizes"][0]["size_hi"]
+        width = max((hi - lo) / SIZE_BINS, 1e-9)
+        counts = {r["bin"]: r["sized"] for r in rows["sizes"]}
+        sizes = {
+            "edges": [lo + i * width for i in range(SIZE_BINS + 1)],
+            "counts": [counts.get(i, 0) for i in range(SIZE_BINS)],
+        }
+    out: dict[str, Any] = {
+        "sizes": sizes,
+        "delivery_delay": [
+            {
+                "topic": r["topic"],
+                "group": r["group"],
+                "messages": r["delayed"],
+                "p50_ns": r["delay_p50"],
+                "p99_ns": r["delay_p99"],
+                "redeliveries": r["redeliveries"],
+            }
+            for r in sorted(
+                rows.get("delay", []),
+                key=lambda r: (r["topic"] is not None, r["topic"], r["group"] is not None, r["group"]),
+            )
+        ],
     }
+    for key, event in (("producers", "sent"), ("consumers", "delivered")):
+        found = [r for r in rows.get("peers", []) if r["event"] == event]
+        out[key] = [
+            {"client": r["client"], "group": r["group"], "messages": r["messages"], "bytes": r["bytes"]}
+            for r in sorted(found, key=lambda r: -r["messages"])
+        ]
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ page
