@@ -13,9 +13,10 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar, Generic, TypeVar
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -282,46 +283,74 @@ def read_segment_part(part: SegmentPart) -> Iterator[pa.RecordBatch]:
     return record_batches(segment_rows(part))
 
 
-class _CaptureReader(DataSourceReader):
-    def __init__(self, paths: list[str], split_bytes: int) -> None:
-        self.paths = paths
-        self.split_bytes = split_bytes
+def capture_parts(path: str, split_bytes: int) -> list[SegmentPart]:
+    """The partitions of one capture: its segments' splits, and one for each segment the scan rejected
+    whole (so that it still gets its row)."""
+    plan = plan_capture(path, split_bytes)
+    parts = list(plan.parts)
+    rejected = {s[0] for s in plan.skips} - {p.path for p in plan.parts}
+    for seg in sorted(rejected):
+        reasons = tuple((r, b) for f, r, b in plan.skips if f == seg)
+        parts.append(SegmentPart(Path(path).name, seg, -1, 0, 0, reasons))
+    return parts
 
-    def partitions(self) -> list[SegmentPart]:
-        parts: list[SegmentPart] = []
-        for path in self.paths:
-            plan = plan_capture(path, self.split_bytes)
-            parts += plan.parts
-            # whole files the scan rejected still get their row, through a partition of their own
-            rejected = {s[0] for s in plan.skips} - {p.path for p in plan.parts}
-            for seg in sorted(rejected):
-                reasons = tuple((r, b) for f, r, b in plan.skips if f == seg)
-                parts.append(SegmentPart(Path(path).name, seg, -1, 0, 0, reasons))
-        return parts
+
+PartT = TypeVar("PartT", bound=InputPartition)
+
+
+class _PartsReader(DataSourceReader, Generic[PartT]):
+    """Partitions planned on the driver, each read into Arrow batches by ``read_part`` on an executor (a
+    module-level function: the reader pickles it by name)."""
+
+    def __init__(
+        self,
+        parts: list[PartT],
+        part_type: type[PartT],
+        read_part: Callable[[PartT], Iterator[pa.RecordBatch]],
+    ) -> None:
+        self.parts = parts
+        self.part_type = part_type
+        self.read_part = read_part
+
+    def partitions(self) -> list[PartT]:
+        return self.parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, SegmentPart)
-        yield from read_segment_part(partition)
+        assert isinstance(partition, self.part_type)
+        yield from self.read_part(partition)
 
 
-def _paths(options: Mapping[str, str]) -> list[str]:
-    raw = options.get("paths") or options.get("path") or ""
-    return [p for p in raw.split(",") if p]
+class _FileSource(DataSource):
+    """What the three sources share: a format name, a fixed schema, and the inputs named by the ``paths``
+    option (comma-separated) or ``load(PATH)``."""
 
-
-class CaptureDataSource(DataSource):
-    """``spark.read.format("rmqcap").load(CAPTURE)``: one row per record of an rmqtwin capture
-    (all segments; ``paths`` takes several captures, comma-separated; ``splitBytes`` sizes the splits)."""
+    NAME: ClassVar[str]
+    SCHEMA: ClassVar[pa.Schema]
 
     @classmethod
     def name(cls) -> str:
-        return "rmqcap"
+        return cls.NAME
 
     def schema(self) -> str:
-        return schemas.ddl(schemas.RECORDS)
+        return schemas.ddl(self.SCHEMA)
+
+    @property
+    def paths(self) -> list[str]:
+        raw = self.options.get("paths") or self.options.get("path") or ""
+        return [p for p in raw.split(",") if p]
+
+
+class CaptureDataSource(_FileSource):
+    """``spark.read.format("rmqcap").load(CAPTURE)``: one row per record of an rmqtwin capture
+    (all segments; ``paths`` takes several captures, comma-separated; ``splitBytes`` sizes the splits)."""
+
+    NAME = "rmqcap"
+    SCHEMA = schemas.RECORDS
 
     def reader(self, schema: object) -> DataSourceReader:
-        return _CaptureReader(_paths(self.options), int(self.options.get("splitBytes", DEFAULT_SPLIT_BYTES)))
+        split_bytes = int(self.options.get("splitBytes", DEFAULT_SPLIT_BYTES))
+        parts = [part for path in self.paths for part in capture_parts(path, split_bytes)]
+        return _PartsReader(parts, SegmentPart, read_segment_part)
 
 
 # --------------------------------------------------------------------------------------------- pcap
@@ -381,33 +410,16 @@ def read_pcap(part: PcapFile) -> Iterator[pa.RecordBatch]:
     return record_batches(pcap_rows(part))
 
 
-class _PcapReader(DataSourceReader):
-    def __init__(self, paths: list[str], ports: tuple[int, ...]) -> None:
-        self.paths = paths
-        self.ports = ports
-
-    def partitions(self) -> list[PcapFile]:
-        return [PcapFile(p, self.ports) for p in self.paths]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, PcapFile)
-        yield from read_pcap(partition)
-
-
-class PcapDataSource(DataSource):
+class PcapDataSource(_FileSource):
     """``spark.read.format("pcap").load(FILE)``: a tcpdump pcap/pcapng of RocketMQ traffic as capture
     records (same columns as ``rmqcap``; ``serverPorts`` adds ports taken as the server side)."""
 
-    @classmethod
-    def name(cls) -> str:
-        return "pcap"
-
-    def schema(self) -> str:
-        return schemas.ddl(schemas.RECORDS)
+    NAME = "pcap"
+    SCHEMA = schemas.RECORDS
 
     def reader(self, schema: object) -> DataSourceReader:
         ports = tuple(int(p) for p in self.options.get("serverPorts", "").split(",") if p)
-        return _PcapReader(_paths(self.options), ports)
+        return _PartsReader([PcapFile(path, ports) for path in self.paths], PcapFile, read_pcap)
 
 
 # ------------------------------------------------------------------------------------------- store
@@ -522,43 +534,30 @@ def read_commitlog_file(part: CommitlogFile) -> Iterator[pa.RecordBatch]:
         yield schemas.record_batch(rows, schemas.STORE_MESSAGES)
 
 
-class _StoreReader(DataSourceReader):
-    def __init__(self, paths: list[str]) -> None:
-        self.paths = paths
+def commitlog_files(store_dir: str) -> list[CommitlogFile]:
+    """One partition per commitlog file of a store, listed by store_mirror opened read-only."""
+    from rmqtwin.store_mirror.dump import open_read_only
 
-    def partitions(self) -> list[CommitlogFile]:
-        from rmqtwin.store_mirror.dump import open_read_only
-
-        parts = []
-        for path in self.paths:
-            store = open_read_only(path)
-            try:
-                parts += [
-                    CommitlogFile(path, mf.file_from_offset)
-                    for mf in store.commit_log.mapped_file_queue.mapped_files
-                ]
-            finally:
-                store.shutdown()
-        return parts
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, CommitlogFile)
-        yield from read_commitlog_file(partition)
+    store = open_read_only(store_dir)
+    try:
+        return [
+            CommitlogFile(store_dir, mf.file_from_offset)
+            for mf in store.commit_log.mapped_file_queue.mapped_files
+        ]
+    finally:
+        store.shutdown()
 
 
-class StoreDataSource(DataSource):
+class StoreDataSource(_FileSource):
     """``spark.read.format("rocketmq-store").load(STORE_DIR)``: a (stopped) broker's store, one row per
     message, one partition per commitlog file; nothing in the directory is written."""
 
-    @classmethod
-    def name(cls) -> str:
-        return "rocketmq-store"
-
-    def schema(self) -> str:
-        return schemas.ddl(schemas.STORE_MESSAGES)
+    NAME = "rocketmq-store"
+    SCHEMA = schemas.STORE_MESSAGES
 
     def reader(self, schema: object) -> DataSourceReader:
-        return _StoreReader(_paths(self.options))
+        parts = [part for path in self.paths for part in commitlog_files(path)]
+        return _PartsReader(parts, CommitlogFile, read_commitlog_file)
 
 
 DATA_SOURCES: tuple[type[DataSource], ...] = (CaptureDataSource, PcapDataSource, StoreDataSource)

@@ -59,3 +59,33 @@ def test_damaged_input_is_counted_not_fatal(spark: Any, ingested: Ingested, tmp_
     with pytest.raises(IngestError):
         ingest(spark, [str(ingested.damaged)], tmp_path / "out2", strict=True, progress=None)
     assert not (tmp_path / "out2").exists()  # strict fails before writing anything
+
+
+def test_the_data_sources_read_captures_pcaps_and_stores(
+    spark: Any, ingested: Ingested, tmp_path: Path
+) -> None:
+    """``spark.read.format(...)`` of ``rmqcap``, ``pcap`` and ``rocketmq-store`` (the ingest plans its own
+    partitions): every record of the capture once however it is split, the pcap's frames the capture's,
+    a store's messages in order."""
+    from rmqtwin.proxy.capture import REC_FRAME, read_records
+    from tests.store_mirror.conftest import StoreFactory, make_msg
+
+    records = list(read_records(ingested.capture))
+    frames = sorted(r.data for r in records if r.type == REC_FRAME)
+    whole = spark.read.format("rmqcap").load(str(ingested.capture))
+    split = spark.read.format("rmqcap").option("splitBytes", "16384").load(str(ingested.capture))
+    assert split.rdd.getNumPartitions() > whole.rdd.getNumPartitions()
+    for df in (whole, split):
+        assert df.where("skip_reason IS NULL").count() == len(records)
+    pcap = spark.read.format("pcap").load(str(ingested.pcap)).where(f"type = {REC_FRAME}")
+    assert sorted(bytes(r.data) for r in pcap.select("data").collect()) == frames
+
+    stores = StoreFactory(str(tmp_path / "store"))
+    store = stores.open()
+    for i in range(5):
+        store.put_message(make_msg(body=b"m%d" % i))
+    stores.close_all()
+    messages = spark.read.format("rocketmq-store").load(str(tmp_path / "store"))
+    assert [r.body for r in messages.orderBy("commitlog_offset").select("body").collect()] == [
+        b"m%d" % i for i in range(5)
+    ]
