@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ import pytest
 from rmqtwin.conformance.java_client import JavaClient, target_dir
 from rmqtwin.conformance.launcher import free_port
 from rmqtwin.containers import RMQTWIN_IMAGE, ROCKETMQ_IMAGE
+from tests.docker.helpers import capture_show, msg_ids
 
 # In make test wherever the docker set-up could run (scripts/setup.d/40-docker.sh says why not).
 pytestmark = [pytest.mark.docker, pytest.mark.java, pytest.mark.xdist_group("docker")]
@@ -136,10 +136,6 @@ class NetworkJavaClient(JavaClient):
         ]
 
 
-def _ids(events: list[dict[str, object]]) -> set[object]:
-    return {e["msgId"] for e in events}
-
-
 @pytest.mark.parametrize("entry", ["real", "proxy", "twin"])
 def test_java_client_in_network_and_on_host(
     stack: Stack, entry: str, monkeypatch: pytest.MonkeyPatch
@@ -161,24 +157,18 @@ def test_java_client_in_network_and_on_host(
     got_inside = inside.push_consumer(
         net_ns, topic, group=f"gi-{topic}", expect=8, consumeFromWhere="CONSUME_FROM_FIRST_OFFSET"
     )
-    assert _ids(got_inside.received) == _ids(from_host.sent) | _ids(from_inside.sent)
+    assert msg_ids(got_inside.received) == msg_ids(from_host.sent) | msg_ids(from_inside.sent)
     monkeypatch.setenv("JAVA_TOOL_OPTIONS", f"-Djdk.net.hosts.file={stack.hosts_file}")
     got_host = host.push_consumer(
         host_ns, topic, group=f"gh-{topic}", expect=8, consumeFromWhere="CONSUME_FROM_FIRST_OFFSET"
     )
-    assert _ids(got_host.received) == _ids(from_host.sent) | _ids(from_inside.sent)
+    assert msg_ids(got_host.received) == msg_ids(from_host.sent) | msg_ids(from_inside.sent)
 
 
 def test_proxy_capture_opens_with_capture_show(stack: Stack) -> None:
     """The proxy records into ./captures (CAPTURES_DIR); the host's rmqtwin reads it while it grows."""
     captures = sorted(stack.captures.glob("traffic.rmqcap*"))
     assert captures, list(stack.captures.iterdir())
-    shown = subprocess.run(
-        [sys.executable, "-m", "rmqtwin", "capture", "show", str(captures[0])],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+    shown = capture_show(captures[0])
     assert "GET_ROUTEINFO_BY_TOPIC" in shown
     assert "SEND_MESSAGE" in shown, shown[-2000:]

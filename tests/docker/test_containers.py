@@ -9,8 +9,6 @@ Images come from scripts/setup.d/40-docker.sh; without an engine these tests ski
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +17,7 @@ import pytest
 
 from rmqtwin.conformance.java_client import JavaClient
 from rmqtwin.containers import RecordingProxyContainer, RmqtwinContainer, RocketMQContainer
+from tests.docker.helpers import capture_show, msg_ids
 
 pytestmark = [pytest.mark.docker, pytest.mark.java, pytest.mark.xdist_group("docker")]
 
@@ -38,10 +37,6 @@ def cluster(request: pytest.FixtureRequest, docker_engine: None) -> Iterator[Clu
         yield container
 
 
-def _ids(events: list[dict[str, object]]) -> set[object]:
-    return {e["msgId"] for e in events}
-
-
 def _topic(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:8]}"
 
@@ -57,7 +52,7 @@ def test_restart_keeps_messages_and_committed_offsets(cluster: Cluster) -> None:
     got = client.push_consumer(
         ns, topic, group=group, expect=20, consumeFromWhere="CONSUME_FROM_FIRST_OFFSET"
     )
-    assert _ids(got.check().received) == _ids(before.sent)
+    assert msg_ids(got.check().received) == msg_ids(before.sent)
 
     cluster.restart()
 
@@ -65,12 +60,12 @@ def test_restart_keeps_messages_and_committed_offsets(cluster: Cluster) -> None:
     reader = client.push_consumer(
         ns, topic, group=_topic("g-reader-"), expect=20, consumeFromWhere="CONSUME_FROM_FIRST_OFFSET"
     )
-    assert _ids(reader.check().received) == _ids(before.sent)
+    assert msg_ids(reader.check().received) == msg_ids(before.sent)
     after = client.producer(ns, topic, count=5).check()
     resumed = client.push_consumer(
         ns, topic, group=group, expect=5, settleMs=3000, consumeFromWhere="CONSUME_FROM_FIRST_OFFSET"
     )
-    assert _ids(resumed.check().received) == _ids(after.sent)
+    assert msg_ids(resumed.check().received) == msg_ids(after.sent)
 
 
 @pytest.mark.slow
@@ -87,7 +82,7 @@ def test_sigkill_during_sync_flush_sends_loses_no_acknowledged_message(cluster: 
         cluster.restart(kill=True)
     finally:
         loop.kill()
-    acknowledged = _ids([e for e in loop.result(timeout=30).sent if e.get("status") == "SEND_OK"])
+    acknowledged = msg_ids([e for e in loop.result(timeout=30).sent if e.get("status") == "SEND_OK"])
     assert len(acknowledged) >= 200
 
     got = client.push_consumer(
@@ -99,7 +94,7 @@ def test_sigkill_during_sync_flush_sends_loses_no_acknowledged_message(cluster: 
         timeoutMs=120_000,
         consumeFromWhere="CONSUME_FROM_FIRST_OFFSET",
     )
-    missing = acknowledged - _ids(got.received)
+    missing = acknowledged - msg_ids(got.received)
     assert not missing, f"{len(missing)} of {len(acknowledged)} acknowledged messages lost"
 
 
@@ -118,16 +113,10 @@ def test_recording_proxy_container_captures_the_java_client(
         got = client.push_consumer(
             ns, topic, group=_topic("g-proxy-"), expect=3, consumeFromWhere="CONSUME_FROM_FIRST_OFFSET"
         )
-        assert _ids(got.check().received) == _ids(sent.sent)
+        assert msg_ids(got.check().received) == msg_ids(sent.sent)
         captures = proxy.get_captures(tmp_path, stop=True)
     assert captures, list(tmp_path.rglob("*"))
-    shown = subprocess.run(
-        [sys.executable, "-m", "rmqtwin", "capture", "show", str(captures[0])],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+    shown = capture_show(captures[0])
     assert proxy.get_broker_address() in shown or "GET_ROUTEINFO_BY_TOPIC" in shown
     assert shown.count("SEND_MESSAGE") >= 3, shown[-2000:]
     assert topic in shown
