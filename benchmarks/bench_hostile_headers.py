@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import socket
 import struct
 import sys
 import tempfile
@@ -23,9 +22,10 @@ import threading
 import time
 
 from rmqtwin.codec.codes import RequestCode
-from rmqtwin.codec.command import create_request, decode_command, encode_command
+from rmqtwin.codec.command import create_request
 from rmqtwin.conformance.launcher import RealRocketMQ, resolve_version
 from rmqtwin.fakes.pytest_plugin import start_subprocess
+from rmqtwin.probe import BlockingChannel
 
 FRAME_BYTES = 15 * 1024 * 1024
 
@@ -40,67 +40,36 @@ def hostile_frame(total: int = FRAME_BYTES) -> tuple[bytes, int]:
     return struct.pack(">ii", 4 + len(header), (1 << 24) | len(header)) + header, entries
 
 
-def _connect(addr: str) -> socket.socket:
-    host, port = addr.rsplit(":", 1)
-    sock = socket.create_connection((host, int(port)), timeout=30)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
-def _read_frame(sock: socket.socket) -> bytes:
-    def exact(n: int) -> bytes:
-        out = bytearray()
-        while len(out) < n:
-            chunk = sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("closed")
-            out += chunk
-        return bytes(out)
-
-    (length,) = struct.unpack(">i", exact(4))
-    return exact(length)
-
-
 def probe(addr: str, seconds: float) -> list[float]:
-    """Round trips (ms) of GET_BROKER_CONFIG every 10 ms for ``seconds``."""
-    sock = _connect(addr)
+    """Round trips (ms) of GET_BROKER_CONFIG every 10 ms for ``seconds``, on one connection."""
     out: list[float] = []
-    opaque = 0
     end = time.monotonic() + seconds
-    try:
+    with BlockingChannel(addr, timeout=30) as channel:
         while time.monotonic() < end:
-            opaque += 1
-            data = encode_command(
-                create_request(RequestCode.GET_BROKER_CONFIG, {}, opaque=opaque, version=453)
-            )
+            request = create_request(RequestCode.GET_BROKER_CONFIG, {}, version=453)
             start = time.perf_counter()
-            sock.sendall(data)
-            while decode_command(_read_frame(sock)).opaque != opaque:
-                pass
+            channel.invoke(request)
             out.append((time.perf_counter() - start) * 1000)
             time.sleep(0.01)
-    finally:
-        sock.close()
     return out
 
 
 def attack(addr: str, frame: bytes, stop: threading.Event, sent: list[int]) -> None:
     while not stop.is_set():
         try:
-            sock = _connect(addr)
+            channel = BlockingChannel(addr, timeout=60)
         except OSError:
             time.sleep(0.1)
             continue
-        sock.settimeout(60)
         try:
             while not stop.is_set():
-                sock.sendall(frame)
+                channel.write(frame)
                 sent.append(1)
-                _read_frame(sock)  # the answer (REQUEST_CODE_NOT_SUPPORTED), so frames do not pile up
+                channel.read()  # the answer (REQUEST_CODE_NOT_SUPPORTED), so frames do not pile up
         except OSError:
             pass
         finally:
-            sock.close()
+            channel.close()
 
 
 def pct(values: list[float], p: float) -> float:

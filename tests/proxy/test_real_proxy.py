@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
-import socket
-import struct
 import subprocess
 import time
 import uuid
@@ -23,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from rmqtwin.codec.command import RemotingCommand
+from rmqtwin.probe import BlockingChannel
 from rmqtwin.proxy.capture import (
     DIR_TO_CLIENT,
     DIR_TO_SERVER,
@@ -104,10 +104,10 @@ def records_when(
 
 def mark(proxy: ProxyProcess) -> int:
     """A connection of our own through the proxy, once recorded: every later connection has a higher id."""
-    with _connect(proxy.namesrv) as sock:
-        answer = _call(sock, json_frame(106, 77))
-        local = sock.getsockname()[1]
-    assert peek_header(answer) is not None
+    with BlockingChannel(proxy.namesrv) as channel:
+        answer = _call(channel, json_frame(106, 77))
+        local = channel.sock.getsockname()[1]
+    assert answer.is_response
 
     def ours(records: list[Record]) -> list[Record]:
         return [
@@ -365,25 +365,10 @@ def test_real_capture_exports_to_pcap_that_tshark_reassembles(line: Line, tmp_pa
     assert sorted(frames_by_direction(back).values()) == sorted(recorded.values())
 
 
-def _call(sock: socket.socket, frame: bytes) -> bytes:
-    sock.sendall(frame)
-    head = _recv_exact(sock, 4)
-    return head + _recv_exact(sock, struct.unpack(">I", head)[0])
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("closed")
-        out += chunk
-    return out
-
-
-def _connect(addr: str) -> socket.socket:
-    host, _, port = addr.rpartition(":")
-    return socket.create_connection((host, int(port)), timeout=10)
+def _call(channel: BlockingChannel, frame: bytes) -> RemotingCommand:
+    """``frame`` as written (its opaque is the test's), and the answer."""
+    channel.write(frame)
+    return channel.read()
 
 
 def test_killing_the_broker_closes_the_client_side_and_the_proxy_keeps_serving(tmp_path: Path) -> None:
@@ -391,32 +376,29 @@ def test_killing_the_broker_closes_the_client_side_and_the_proxy_keeps_serving(t
     rmq.start()
     proxy = start_proxy(rmq.namesrv_addr, tmp_path / "kill.rmqcap")
     try:
-        with _connect(proxy.namesrv) as ns:
+        with BlockingChannel(proxy.namesrv) as ns:
             answer = _call(ns, json_frame(106, 1))
-        peek = peek_header(answer)
-        assert peek is not None and peek.code == 0
-        broker_listener = re.search(rb'"(127\.0\.0\.1:\d+)"', answer)
+        assert answer.is_response and answer.code == 0
+        broker_listener = re.search(rb'"(127\.0\.0\.1:\d+)"', answer.body)
         assert broker_listener is not None
         listener = broker_listener.group(1).decode()
         assert listener != rmq.broker_addr
-        client = _connect(listener)
+        client = BlockingChannel(listener)
         info = _call(client, json_frame(28, 2))
-        assert peek_header(info) is not None and peek_header(info).code == 0  # type: ignore[union-attr]
+        assert info.is_response and info.code == 0
         rmq.brokers[0].process.kill()
         rmq.brokers[0].process.wait(timeout=30)
-        client.settimeout(20)
+        client.sock.settimeout(20)
         with contextlib.suppress(ConnectionResetError):
-            assert client.recv(65536) == b""  # orderly close, not a hang
+            assert client.sock.recv(65536) == b""  # orderly close, not a hang
         client.close()
         assert proxy.process.poll() is None
         # new sessions are served: the namesrv still answers through the proxy ...
-        with _connect(proxy.namesrv) as ns:
-            assert peek_header(_call(ns, json_frame(106, 3))) is not None
+        with BlockingChannel(proxy.namesrv) as ns:
+            assert _call(ns, json_frame(106, 3)).is_response
         # ... and a new connection to the dead broker's listener is closed at once, not left hanging
-        with _connect(listener) as again:
-            again.settimeout(20)
-            with contextlib.suppress(ConnectionResetError):
-                assert again.recv(1) == b""
+        with BlockingChannel(listener, timeout=20) as again, contextlib.suppress(ConnectionResetError):
+            assert again.sock.recv(1) == b""
         assert proxy.process.poll() is None
     finally:
         rc = proxy.stop()

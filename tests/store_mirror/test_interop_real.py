@@ -18,15 +18,14 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import socket
-import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rmqtwin.codec.command import RemotingCommand, create_request, decode_command, encode_command
+from rmqtwin.codec.command import RemotingCommand, create_request
 from rmqtwin.codec.message import create_offset_msg_id, decode_message_record, iter_message_records
+from rmqtwin.probe import invoke_sync
 from rmqtwin.store_mirror.config import ConsumerOffsetManager, TopicConfig, TopicConfigManager
 from rmqtwin.store_mirror.message_store import DefaultMessageStore, GetMessageStatus, MessageStoreConfig
 from rmqtwin.store_mirror.record import MessageExtBrokerInner
@@ -50,21 +49,8 @@ def store_config(**kw: Any) -> MessageStoreConfig:
 
 
 def remoting_call(addr: str, code: int, ext: dict[str, str]) -> RemotingCommand:
-    """One request over a plain socket with rmqtwin.codec (what mqadmin or a client would send)."""
-    host, port = addr.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(encode_command(create_request(code, ext, opaque=7)))
-        return decode_command(_read(sock, struct.unpack(">i", _read(sock, 4))[0]))
-
-
-def _read(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed")
-        buf += chunk
-    return bytes(buf)
+    """One request with rmqtwin.codec (what mqadmin or a client would send)."""
+    return invoke_sync(addr, create_request(code, ext), timeout=30)
 
 
 def driver_body(size: int) -> bytes:
