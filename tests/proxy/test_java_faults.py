@@ -138,7 +138,11 @@ ASYNC_TIMEOUT = {
 def test_dropped_send_answer_times_out_sync_and_async(
     faulty: Faulty, unique_name: Callable[[str], str]
 ) -> None:
-    """The broker stores both messages; their answers never reach the client."""
+    """The broker stores both messages; their answers never reach the client.
+
+    The async send goes first and its callback is awaited: a sync send's timeout makes both client lines
+    close the channel (clientCloseSocketIfTimeout), and an async send still on it, or sent before the close
+    completes, fails at once with "send request failed" instead of timing out."""
     topic = unique_name("FaultDrop")
     faulty.target.create_topic(topic)
     rule = faulty.faults.add(effect="drop", direction="response", codes=SENDS, topic=topic, count=2)
@@ -146,7 +150,8 @@ def test_dropped_send_answer_times_out_sync_and_async(
         faulty.namesrv,
         topic,
         group=unique_name("pg"),
-        messages=[{"body": "sync", "mode": "sync"}, {"body": "async", "mode": "async"}],
+        messages=[{"body": "async", "mode": "async"}, {"body": "sync", "mode": "sync"}],
+        awaitEach=True,
         retryTimes=0,
         sendTimeoutMs=2000,
     ).check()

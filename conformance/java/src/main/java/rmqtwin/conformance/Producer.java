@@ -38,7 +38,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * trace (enableMsgTrace: trace records to RMQ_SYS_TRACE_TOPIC or traceTopic), settleMs (linger before
  * shutdown), acl {accessKey, secretKey} (sign with AclClientRPCHook), heartbeat (send the heartbeat that
  * registers the producer group with the brokers once the route is known, not 30 s later), intervalMs (pause
- * between the sends of a sync/async/oneway run), sendLatencyFaultEnable, pollNameServerIntervalMs (how often
+ * between the sends of a sync/async/oneway run), awaitEach (wait for an async send's callback before the next
+ * send: in flight together, a sync send's timeout closes the channel under the async one), sendLatencyFaultEnable, pollNameServerIntervalMs (how often
  * the client refreshes its routes; 30 s by default), attempts (report every attempt the client makes, retries
  * included, as "attempt" events: index, brokerName, queueId, brokerAddr, outcome = the send status, "code N"
  * for a broker's refusal or the exception's simple name, ts and latencyMs; the summary gets attemptOutcomes, the distinct
@@ -137,12 +138,20 @@ public final class Producer {
                     break;
                 default:
                     long intervalMs = Events.num(spec, "intervalMs", 0);
+                    boolean awaitEach = Events.bool(spec, "awaitEach", false);
                     for (int i = 0; i < messages.size(); i++) {
                         if (i > 0 && intervalMs > 0) {
                             Thread.sleep(intervalMs);
                         }
                         String m = Events.str(specs.get(i), "mode", mode);
-                        send(producer, messages.get(i), m, i, pending);
+                        CountDownLatch answered = new CountDownLatch(1);
+                        send(producer, messages.get(i), m, i, () -> {
+                            answered.countDown();
+                            pending.countDown();
+                        });
+                        if (awaitEach && "async".equals(m)) {
+                            answered.await(timeoutMs, TimeUnit.MILLISECONDS);
+                        }
                     }
             }
             boolean allAnswered = pending.await(timeoutMs, TimeUnit.MILLISECONDS);
@@ -267,7 +276,8 @@ public final class Producer {
         Events.emit(e);
     }
 
-    static void send(DefaultMQProducer producer, Message msg, String mode, int index, CountDownLatch pending) {
+    /** One send in {@code mode}; {@code answered} runs once an async send's callback has reported. */
+    static void send(DefaultMQProducer producer, Message msg, String mode, int index, Runnable answered) {
         long start = System.nanoTime();
         try {
             switch (mode) {
@@ -292,13 +302,13 @@ public final class Producer {
                             Map<String, Object> done = sentEvent(index, mode, msg);
                             done.put("latencyMs", (System.nanoTime() - start) / 1_000_000);
                             succeeded(done, r);
-                            pending.countDown();
+                            answered.run();
                         }
 
                         @Override
                         public void onException(Throwable t) {
                             failed(index, mode, t, start);
-                            pending.countDown();
+                            answered.run();
                         }
                     });
                     break;
@@ -308,7 +318,7 @@ public final class Producer {
         } catch (Exception ex) {
             failed(index, mode, ex, start);
             if ("async".equals(mode)) {
-                pending.countDown();
+                answered.run();
             }
         }
     }
