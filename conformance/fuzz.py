@@ -2,6 +2,7 @@
 
     python -m rmqtwin.conformance.fuzz --seeds DIR          # one well-formed seed per request code
     python -m rmqtwin.conformance.fuzz [--codec] DIR [-runs=1000000 -max_len=4096 -merge=1 ...]
+    python -m rmqtwin.conformance.fuzz DIR -jobs=2 -workers=2 -runs=500000   # two processes, 1M inputs
 
 ``--codec`` fuzzes the codec alone (``codec_input``), fast enough for millions of inputs; without it
 each input is a connection to the in-process broker.
@@ -22,6 +23,8 @@ def main(argv: list[str]) -> int:
     codec_only = len(argv) > 1 and argv[1] == "--codec"
     if codec_only:
         del argv[1]
+    # libFuzzer's -jobs/-fork start each job as the shell command argv[0] + flags: make it this module.
+    argv = [f"{sys.executable} -m rmqtwin.conformance.fuzz" + (" --codec" if codec_only else ""), *argv[1:]]
     # What is imported in here is instrumented: coverage of the codec alone, or of the codec, the
     # broker and the store.
     instrumented = (
