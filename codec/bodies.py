@@ -28,6 +28,7 @@ from rmqtwin.codec import fastjson
 from rmqtwin.codec.errors import BodyError
 
 __all__ = [
+    "AclConfig",
     "BatchAck",
     "BatchAckMessageRequestBody",
     "Body",
@@ -48,6 +49,7 @@ __all__ = [
     "ConsumerRunningInfo",
     "CreateTopicListRequestBody",
     "DataVersion",
+    "DelayOffsetSerializeWrapper",
     "GetConsumerListByGroupResponseBody",
     "GetConsumerStatusBody",
     "GroupForbidden",
@@ -58,6 +60,7 @@ __all__ = [
     "LockBatchResponseBody",
     "MessageQueue",
     "OffsetWrapper",
+    "PlainAccessConfig",
     "ProcessQueueInfo",
     "ProducerConnection",
     "ProducerData",
@@ -730,6 +733,15 @@ class ConsumerOffsetSerializeWrapper(Body):
 
 
 @dataclass(slots=True, kw_only=True)
+class DelayOffsetSerializeWrapper(Body):
+    """GET_ALL_DELAY_OFFSET body / ``delayOffset.json``: delay level → next schedule-queue offset
+    (4.9's class lives in the store, 5.x's in the broker, which adds the data version)."""
+
+    offset_table: dict[int, int] = field(default_factory=dict)
+    data_version: DataVersion | None = None  # 5.x
+
+
+@dataclass(slots=True, kw_only=True)
 class ResetOffsetBody(Body):
     """RESET_CONSUMER_CLIENT_OFFSET / INVOKE_BROKER_TO_RESET_OFFSET body."""
 
@@ -888,6 +900,33 @@ class SubscriptionGroupWrapper(Body):
     subscription_group_table: dict[str, SubscriptionGroupConfig] = field(default_factory=dict)
     data_version: DataVersion = field(default_factory=DataVersion)
     forbidden_table: dict[str, dict[str, int]] | None = None  # 5.x
+
+
+# ------------------------------------------------------------------------------------------------ acl
+
+
+@dataclass(slots=True, kw_only=True)
+class PlainAccessConfig(Body):
+    """One account of the ACL files as the broker lists it: permissions as written (``"PUB|SUB"``,
+    ``"topicA=DENY"``), not parsed."""
+
+    access_key: str | None = None
+    secret_key: str | None = None
+    white_remote_address: str | None = None
+    admin: bool = False
+    default_topic_perm: str | None = None
+    default_group_perm: str | None = None
+    topic_perms: list[str] | None = None
+    group_perms: list[str] | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class AclConfig(Body):
+    """GET_BROKER_CLUSTER_ACL_CONFIG body (4.9.7's ``GetBrokerClusterAclConfigResponseBody``, whose
+    properties are those of ``AclConfig``): every global white address and account of the files."""
+
+    global_white_addrs: list[str] | None = None
+    plain_access_configs: list[PlainAccessConfig] | None = None
 
 
 # --------------------------------------------------------------------------------- consumer running info

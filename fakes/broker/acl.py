@@ -29,7 +29,7 @@ from enum import IntFlag
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rmqtwin.codec import fastjson
+from rmqtwin.codec.bodies import AclConfig, PlainAccessConfig
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.java import java_hash_map_order
 from rmqtwin.fakes.broker.topics import RETRY_GROUP_TOPIC_PREFIX, TRACE_TOPIC
@@ -357,7 +357,7 @@ class PlainAccount:
     default_group_perm: Permission = Permission.DENY
     perms: dict[str, Permission] = field(default_factory=dict)
     """Topic names and retry topics (``%RETRY%group``) to their permission."""
-    listing: dict[str, Any] = field(default_factory=dict)
+    listing: PlainAccessConfig = field(default_factory=PlainAccessConfig)
     """The entry as GET_BROKER_CLUSTER_ACL_CONFIG lists it (``PlainAccessConfig``, nulls left out)."""
 
     @classmethod
@@ -393,20 +393,23 @@ class PlainAccount:
         return account
 
 
-def _plain_access_config(entry: Mapping[str, Any], account: PlainAccount) -> dict[str, Any]:
+def _plain_access_config(entry: Mapping[str, Any], account: PlainAccount) -> PlainAccessConfig:
     """``PlainAccessConfig`` as fastjson reads it from the YAML map: strings, a boolean admin."""
-    listing: dict[str, Any] = {
-        "accessKey": account.access_key,
-        "admin": account.admin,
-        "secretKey": account.secret_key,
-    }
-    for key in ("whiteRemoteAddress", "defaultTopicPerm", "defaultGroupPerm"):
-        if entry.get(key) is not None:
-            listing[key] = str(entry[key])
-    for key in ("topicPerms", "groupPerms"):
-        if entry.get(key) is not None:
-            listing[key] = [str(item) for item in entry[key]]
-    return listing
+
+    def strings(key: str) -> list[str] | None:
+        items = entry.get(key)
+        return None if items is None else [str(item) for item in items]
+
+    return PlainAccessConfig(
+        access_key=account.access_key,
+        secret_key=account.secret_key,
+        white_remote_address=_opt_str(entry.get("whiteRemoteAddress")),
+        admin=account.admin,
+        default_topic_perm=_opt_str(entry.get("defaultTopicPerm")),
+        default_group_perm=_opt_str(entry.get("defaultGroupPerm")),
+        topic_perms=strings("topicPerms"),
+        group_perms=strings("groupPerms"),
+    )
 
 
 def _opt_str(value: object) -> str | None:
@@ -698,8 +701,8 @@ def broker_cluster_acl_config(acl: PlainAclService | None) -> RemotingCommand | 
     if acl is None:
         return None
     config = acl.validator.config
-    body = {
-        "globalWhiteAddrs": config.global_white_listing,
-        "plainAccessConfigs": [account.listing for account in config.accounts.values()],
-    }
-    return response(ext_fields={}, body=fastjson.dumps(body, sort_map_keys=True))
+    body = AclConfig(
+        global_white_addrs=config.global_white_listing,
+        plain_access_configs=[account.listing for account in config.accounts.values()],
+    )
+    return response(ext_fields={}, body=body.encode())

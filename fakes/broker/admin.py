@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import Deferred
 
-from rmqtwin.codec import fastjson
 from rmqtwin.codec.bodies import (
     Connection,
     ConsumerConnection,
@@ -184,9 +183,7 @@ class AdminProcessor:
         return response()
 
     def get_all_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        return response(
-            body=fastjson.dumps(self.topics.serialize_wrapper(), quote_int_keys=False, sort_map_keys=True)
-        )
+        return response(body=self.topics.serialize_wrapper().encode(fastjson2=self.config.five))
 
     def get_topic_stats_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         topic = decode_header(request, GetTopicStatsInfoRequestHeader).topic
@@ -234,7 +231,7 @@ class AdminProcessor:
     def get_all_subscription_group_config(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
-        return response(body=fastjson.dumps(self.groups.encode(), quote_int_keys=False, sort_map_keys=True))
+        return response(body=self.groups.serialize_wrapper().encode(fastjson2=self.config.five))
 
     def delete_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, DeleteSubscriptionGroupRequestHeader)
@@ -291,7 +288,7 @@ class AdminProcessor:
             message_model=info.message_model,
             consume_from_where=info.consume_from_where,
         )
-        return response(body=fastjson.dumps(body, quote_int_keys=False, sort_map_keys=True))
+        return response(body=body.encode(fastjson2=self.config.five))
 
     def get_producer_connection_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         group = decode_header(request, GetProducerConnectionListRequestHeader).producer_group
@@ -316,8 +313,7 @@ class AdminProcessor:
             ]
             for group, channels in self.producers.groups.items()
         }
-        body = ProducerTableInfo(data=data)
-        return response(body=fastjson.dumps(body, quote_int_keys=False, sort_map_keys=True))
+        return response(body=ProducerTableInfo(data=data).encode(fastjson2=self.config.five))
 
     # -- broker ---------------------------------------------------------------------------------
     def get_broker_runtime_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -407,7 +403,7 @@ class AdminProcessor:
 
     def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         text = "".join(f"{k}={v}\n" for k, v in self.config.to_properties().items())
-        version = fastjson.dumps(self.config_data_version).decode()
+        version = self.config_data_version.encode(fastjson2=self.config.five).decode()
         return response(ext_fields=GetBrokerConfigResponseHeader(version=version), body=text.encode("utf-8"))
 
     def update_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -441,7 +437,7 @@ class AdminProcessor:
         if config is None:
             return response(ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {topic}")
         body = dataclasses.replace(config, attributes=config.attributes or {})
-        return response(body=fastjson.dumps(body, sort_map_keys=True))
+        return response(body=body.encode(fastjson2=True))
 
     def get_subscription_group(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """5.x GET_SUBSCRIPTIONGROUP_CONFIG: the group's config, auto-created when that is on; 4.9.7
@@ -455,7 +451,7 @@ class AdminProcessor:
         config = self.groups.find(group)
         if config is None:
             return response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker")
-        return response(body=fastjson.dumps(with_5x_defaults(config), sort_map_keys=True))
+        return response(body=with_5x_defaults(config).encode(fastjson2=True))
 
     def clone_group_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, CloneGroupOffsetRequestHeader)

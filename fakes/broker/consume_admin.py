@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rmqtwin.codec import fastjson
 from rmqtwin.codec.bodies import (
     ConsumeQueueData,
     ConsumerOffsetSerializeWrapper,
     ConsumeStats,
     ConsumeStatsList,
     DataVersion,
+    DelayOffsetSerializeWrapper,
     MessageQueue,
     OffsetWrapper,
     QueryConsumeQueueResponseBody,
@@ -86,11 +86,10 @@ class ConsumeAdminProcessor:
 
     def get_all_delay_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """The ``delayOffset.json`` content."""
-        body: dict[str, Any] = {"offsetTable": self.schedule.offset_table}
-        version = self._data_version()
-        if version is not None:
-            body["dataVersion"] = version
-        return response(body=fastjson.dumps(body, quote_int_keys=False, sort_map_keys=True))
+        wrapper = DelayOffsetSerializeWrapper(
+            offset_table=self.schedule.offset_table, data_version=self._data_version()
+        )
+        return response(body=wrapper.encode(fastjson2=self.config.five))
 
     # -- progress ---------------------------------------------------------------------------------
     def query_consume_time_span(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

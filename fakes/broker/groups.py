@@ -7,14 +7,15 @@ group is the one ``SubscriptionGroupConfig`` bean of ``rmqtwin.codec.bodies``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rmqtwin.codec.bodies import SubscriptionGroupConfig
+from rmqtwin.codec.bodies import SubscriptionGroupConfig, SubscriptionGroupWrapper
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.fakes.broker.topics import IllegalNameError, is_readable, validate_group
 from rmqtwin.fakes.dispatch import response, suggest_todo
-from rmqtwin.store_mirror.config import SubscriptionGroupManager, bean_to_json
+from rmqtwin.store_mirror.config import SubscriptionGroupManager
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
@@ -91,19 +92,27 @@ class SubscriptionGroupTable(SubscriptionGroupManager):
         self.update_subscription_group_config(config, persist=False)
         self.on_change()
 
+    def serialize_wrapper(self) -> SubscriptionGroupWrapper:
+        """What GET_ALL_SUBSCRIPTIONGROUP_CONFIG carries (the live table, not a copy)."""
+        return SubscriptionGroupWrapper(
+            subscription_group_table=self.subscription_group_table,
+            data_version=self.data_version,
+            forbidden_table=self.forbidden_table or None,
+        )
+
     def delete(self, group: str) -> None:
         if self.delete_subscription_group_config(group, persist=False):
             self.on_change()
 
 
-def with_5x_defaults(config: SubscriptionGroupConfig) -> dict[str, Any]:
+def with_5x_defaults(config: SubscriptionGroupConfig) -> SubscriptionGroupConfig:
     """The group as 5.5.0 serialises its ``SubscriptionGroupConfig``: 5.x properties a 4.9-shaped
     config lacks take their 5.5.0 defaults (GET_SUBSCRIPTIONGROUP_CONFIG)."""
-    defaults: dict[str, Any] = {
-        "attributes": {},
-        "consumeMessageOrderly": False,
-        "consumeTimeoutMinute": 15,
-        "groupRetryPolicy": {"type": "CUSTOMIZED"},
-        "groupSysFlag": 0,
-    }
-    return defaults | bean_to_json(config)
+    return dataclasses.replace(
+        config,
+        attributes={} if config.attributes is None else config.attributes,
+        consume_message_orderly=bool(config.consume_message_orderly),
+        consume_timeout_minute=15 if config.consume_timeout_minute is None else config.consume_timeout_minute,
+        group_retry_policy=config.group_retry_policy or {"type": "CUSTOMIZED"},
+        group_sys_flag=config.group_sys_flag or 0,
+    )

@@ -139,6 +139,9 @@ BODIES = (
     "body.UnlockBatchRequestBody",
     "body.QueryConsumeTimeSpanBody",
     "body.SubscriptionGroupConfig",
+    "body.ProducerTableInfo",
+    "body.TopicConfig",
+    "body.DelayOffsetSerializeWrapper",
 )
 V5_COMMANDS = (
     "request.SEARCH_OFFSET_BY_TIMESTAMP.boundary",

@@ -47,6 +47,9 @@ import ${rocketmq.protocol.package}.body.LockBatchRequestBody;
 import ${rocketmq.protocol.package}.body.RegisterBrokerBody;
 import ${rocketmq.protocol.package}.body.TopicConfigSerializeWrapper;
 import ${rocketmq.protocol.package}.body.TopicList;
+import ${rocketmq.protocol.package}.body.ProducerInfo;
+import ${rocketmq.protocol.package}.body.ProducerTableInfo;
+import ${rocketmq.schedule.package}.DelayOffsetSerializeWrapper;
 import ${rocketmq.protocol.package}.body.UnlockBatchRequestBody;
 import ${rocketmq.protocol.package}.header.CheckTransactionStateRequestHeader;
 import ${rocketmq.protocol.package}.header.SearchOffsetRequestHeader;
@@ -720,5 +723,21 @@ final class Cases {
             BORN + 1000, "consumeTimeStamp", BORN + 500, "delayTime", 500L);
         span.setConsumeTimeSpanSet(new ArrayList<>(List.of(qts)));
         v.body("body.QueryConsumeTimeSpanBody", span, span.encode(), "legacy");
+        HashMap<String, List<ProducerInfo>> producers = new HashMap<>();
+        producers.put("pg", new ArrayList<>(List.of(new ProducerInfo("127.0.0.1@4242#1234567", "/127.0.0.1:53412",
+            org.apache.rocketmq.remoting.protocol.LanguageCode.JAVA, VERSION, BORN))));
+        producers.put("CLIENT_INNER_PRODUCER", new ArrayList<>());
+        ProducerTableInfo producerTable = new ProducerTableInfo(producers);
+        v.body("body.ProducerTableInfo", producerTable, producerTable.encode(), "legacy");
+        TopicConfig topic = new TopicConfig("TopicTest", 4, 8, 6);
+        topic.setOrder(true);
+        v.body("body.TopicConfig", topic, RemotingSerializable.encode(topic), "legacy");
+        DelayOffsetSerializeWrapper delay = new DelayOffsetSerializeWrapper();
+        ConcurrentMap<Integer, Long> levels = new ConcurrentHashMap<>();
+        levels.put(1, 12L);
+        levels.put(3, 0L);
+        levels.put(18, 1L << 33);
+        delay.setOffsetTable(levels);
+        v.body("body.DelayOffsetSerializeWrapper", delay, delay.encode(), "legacy");
     }
 }

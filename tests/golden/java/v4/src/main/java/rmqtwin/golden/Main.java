@@ -18,6 +18,7 @@ public final class Main extends Line {
     Main() {
         super(
             "org.apache.rocketmq.common.protocol.header.",
+            "org.apache.rocketmq.store.schedule.",
             "org.apache.rocketmq.common.protocol.header.namesrv.",
             "org.apache.rocketmq.common.protocol.body.",
             "org.apache.rocketmq.common.protocol.route.",

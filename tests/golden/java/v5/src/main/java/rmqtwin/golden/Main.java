@@ -29,6 +29,7 @@ public final class Main extends Line {
     Main() {
         super(
             "org.apache.rocketmq.remoting.protocol.header.",
+            "org.apache.rocketmq.broker.schedule.",
             "org.apache.rocketmq.remoting.protocol.header.namesrv.",
             "org.apache.rocketmq.remoting.protocol.body.",
             "org.apache.rocketmq.remoting.protocol.route.",
