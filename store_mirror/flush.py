@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol, cast
 
 from twisted.internet import defer
-from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.interfaces import IDelayedCall, IReactorFromThreads, IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
@@ -27,13 +27,16 @@ from rmqtwin.store_mirror.store_config import FlushDiskType, MessageStoreConfig
 
 log = logging.getLogger(__name__)
 
-RunBlocking = Callable[[Callable[[], Any]], "defer.Deferred[Any]"]
+FlushJob = Callable[[], None]
+"""An fsync (or a round of them) to run off the reactor thread."""
+
+RunBlocking = Callable[[FlushJob], "defer.Deferred[None]"]
 
 
 class FlushThread:
     """A dedicated one-thread pool for fsync calls; ``run`` returns a Deferred fired on the reactor."""
 
-    def __init__(self, reactor: Any, name: str = "FlushCommitLogService") -> None:
+    def __init__(self, reactor: IReactorFromThreads, name: str = "FlushCommitLogService") -> None:
         self.reactor = reactor
         self.pool = ThreadPool(minthreads=1, maxthreads=1, name=name)
         self._started = False
@@ -43,7 +46,7 @@ class FlushThread:
             self.pool.start()
             self._started = True
 
-    def run(self, fn: Callable[[], Any]) -> defer.Deferred[Any]:
+    def run(self, fn: FlushJob) -> defer.Deferred[None]:
         from twisted.internet.threads import deferToThreadPool
 
         self.start()
@@ -182,7 +185,7 @@ class PeriodicFlushService:
             self._loop.stop()
 
 
-def run_inline(fn: Callable[[], Any]) -> defer.Deferred[Any]:
+def run_inline(fn: FlushJob) -> defer.Deferred[None]:
     """``RunBlocking`` without a thread: the job runs at once (a ``Clock`` in unit tests has no threads)."""
     return defer.maybeDeferred(fn)
 
@@ -224,7 +227,7 @@ class TwistedFlushDriver:
             return self._run_blocking_override
         if not hasattr(self._clock, "callFromThread"):
             return run_inline
-        self._thread = FlushThread(self._clock)
+        self._thread = FlushThread(cast(IReactorFromThreads, self._clock))
         return self._thread.run
 
     def start(self, store: FlushTarget) -> None:
