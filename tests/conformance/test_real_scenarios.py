@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rmqtwin.codec.codes import RequestCode, ResponseCode
-from tests.fakes.helpers import call
+from rmqtwin.codec.codes import ResponseCode
+from tests.fakes.helpers import update_and_create_topic
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -77,17 +77,7 @@ def test_reconsume_later_comes_back_through_the_retry_topic(
     # the next 30 s route refresh. Create it first so the test waits for the retry, not that
     # (UPDATE_AND_CREATE_TOPIC to the broker, as mqadmin updateTopic sends it).
     retry_topic = f"%RETRY%{group}"
-    create = {
-        "topic": retry_topic,
-        "defaultTopic": "TBW102",
-        "readQueueNums": "1",
-        "writeQueueNums": "1",
-        "perm": "6",
-        "topicFilterType": "SINGLE_TAG",
-        "topicSysFlag": "0",
-        "order": "false",
-    }
-    created = call(real_rocketmq.broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, create)
+    created = update_and_create_topic(real_rocketmq.broker_addr, retry_topic, queues=1)
     assert created.code == ResponseCode.SUCCESS, created.remark
     got = java_client.push_consumer(
         namesrv,

@@ -15,8 +15,7 @@ from rmqtwin.codec.codes import CURRENT_VERSION_5, RequestCode, ResponseCode
 from rmqtwin.codec.command import RemotingCommand
 from rmqtwin.codec.message import MessageExt, decode_message_records
 from rmqtwin.conformance.runner import TWIN_BROKER_CONF
-from tests.fakes.helpers import call
-from tests.fakes.java_target import update_and_create_topic
+from tests.fakes.helpers import call, update_and_create_topic
 
 TARGETS = ["rmqtwin", pytest.param("real-5", marks=pytest.mark.real)]
 

@@ -221,6 +221,31 @@ def call(
     return invoke_sync(addr, create_request(code, ext, body, version=version), timeout=10)
 
 
+def update_and_create_topic(
+    broker_addr: str,
+    topic: str,
+    queues: int = 4,
+    attributes: str | None = None,
+    *,
+    version: int = CURRENT_VERSION_4,
+) -> RemotingCommand:
+    """The broker's answer to UPDATE_AND_CREATE_TOPIC as mqadmin updateTopic sends it (``attributes``
+    such as ``+message.type=FIFO``, a 5.x request field)."""
+    ext = {
+        "topic": topic,
+        "defaultTopic": "TBW102",
+        "readQueueNums": str(queues),
+        "writeQueueNums": str(queues),
+        "perm": "6",
+        "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": "0",
+        "order": "false",
+    }
+    if attributes is not None:
+        ext["attributes"] = attributes
+    return call(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext, version=version)
+
+
 def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
     """Poll ``condition`` (real time: for what another process or thread does) until it holds."""
     deadline = time.monotonic() + timeout

@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 
-from rmqtwin.codec.codes import CURRENT_VERSION_4, RequestCode, ResponseCode
-from rmqtwin.codec.command import RemotingCommand
+from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.conformance.java_client import JavaClient, MQAdminResult
 from rmqtwin.conformance.runner import TWIN_BROKER_CONF
 from rmqtwin.fakes.pytest_plugin import TwinFaultControl
-from tests.fakes.helpers import call
+from tests.fakes.helpers import call, update_and_create_topic
 
 
 @dataclass
@@ -44,29 +43,19 @@ class Target:
             time.sleep(0.1)
 
 
-def update_and_create_topic(
-    broker_addr: str,
-    topic: str,
-    queues: int = 4,
-    attributes: str | None = None,
-    *,
-    version: int = CURRENT_VERSION_4,
-) -> RemotingCommand:
-    """The broker's answer to UPDATE_AND_CREATE_TOPIC as mqadmin updateTopic sends it (``attributes``
-    such as ``+message.type=FIFO``, a 5.x request field)."""
-    ext = {
-        "topic": topic,
-        "defaultTopic": "TBW102",
-        "readQueueNums": str(queues),
-        "writeQueueNums": str(queues),
-        "perm": "6",
-        "topicFilterType": "SINGLE_TAG",
-        "topicSysFlag": "0",
-        "order": "false",
-    }
-    if attributes is not None:
-        ext["attributes"] = attributes
-    return call(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext, version=version)
+def target_fixture(targets: list[Any], overrides: dict[str, str] | None = None) -> Any:
+    """A session-wide ``target`` fixture over ``targets`` (each a :func:`make_target` name), every broker
+    with ``overrides`` on top of the suite's broker.conf."""
+
+    @pytest.fixture(scope="session", params=targets)
+    def target(
+        request: pytest.FixtureRequest,
+        java_client_factory: Callable[[str], JavaClient],
+        rocketmq_factory: Any,
+    ) -> Target:
+        return make_target(request, java_client_factory, rocketmq_factory, overrides)
+
+    return target
 
 
 def make_target(

@@ -19,8 +19,7 @@ import pytest
 from rmqtwin.codec.bodies import SubscriptionGroupConfig
 from rmqtwin.codec.codes import CURRENT_VERSION_5, RequestCode, ResponseCode
 from rmqtwin.conformance.runner import TWIN_BROKER_CONF
-from tests.fakes.helpers import call
-from tests.fakes.java_target import update_and_create_topic
+from tests.fakes.helpers import call, update_and_create_topic
 
 # slow: a proxy JVM per target plus a driver of about a minute; 3 to 4 minutes per target here.
 pytestmark = [pytest.mark.real, pytest.mark.java, pytest.mark.slow]

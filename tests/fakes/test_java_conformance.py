@@ -11,14 +11,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from rmqtwin.codec.codes import RequestCode
-from rmqtwin.conformance.java_client import JavaClient
 from tests.fakes.helpers import call
-from tests.fakes.java_target import Target, make_target
+from tests.fakes.java_target import Target, target_fixture
 
 pytestmark = [pytest.mark.java]
 
@@ -30,13 +28,7 @@ TARGETS = [
 ]
 
 
-@pytest.fixture(scope="session", params=TARGETS)
-def target(
-    request: pytest.FixtureRequest,
-    java_client_factory: Callable[[str], JavaClient],
-    rocketmq_factory: Any,
-) -> Target:
-    return make_target(request, java_client_factory, rocketmq_factory)
+target = target_fixture(TARGETS)
 
 
 def _shape(text: str) -> list[str]:

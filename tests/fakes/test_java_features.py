@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 import orjson
 import pytest
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.message import decode_message_records
-from rmqtwin.conformance.java_client import JavaClient
 from tests.fakes.helpers import call
-from tests.fakes.java_target import Target, make_target
+from tests.fakes.java_target import Target, target_fixture
 
 pytestmark = pytest.mark.java
 
@@ -35,13 +33,7 @@ TARGETS = [
 ]
 
 
-@pytest.fixture(scope="session", params=TARGETS)
-def target(
-    request: pytest.FixtureRequest,
-    java_client_factory: Callable[[str], JavaClient],
-    rocketmq_factory: Any,
-) -> Target:
-    return make_target(request, java_client_factory, rocketmq_factory, FEATURE_CONF)
+target = target_fixture(TARGETS, FEATURE_CONF)
 
 
 @pytest.mark.slow  # 15 check-back rounds, about 20 s per target

@@ -23,7 +23,7 @@ import pytest
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.fakes.pytest_plugin import READY_PATTERN
-from tests.fakes.helpers import call, wait_until
+from tests.fakes.helpers import call, update_and_create_topic, wait_until
 
 if TYPE_CHECKING:
     from rmqtwin.conformance.java_client import JavaClient
@@ -124,20 +124,7 @@ def test_java_client_and_mqadmin_reach_the_twin_broker_through_a_real_namesrv(
     assert info["clusterAddrTable"] == {"rmqtwin": ["broker-a"], TWIN_CLUSTER: [TWIN_BROKER]}
 
     topic, group = unique_name("Remote"), unique_name("g")
-    created = call(
-        remote_broker.broker_addr,
-        RequestCode.UPDATE_AND_CREATE_TOPIC,
-        {
-            "topic": topic,
-            "defaultTopic": "TBW102",
-            "readQueueNums": "2",
-            "writeQueueNums": "2",
-            "perm": "6",
-            "topicFilterType": "SINGLE_TAG",
-            "topicSysFlag": "0",
-            "order": "false",
-        },
-    )
+    created = update_and_create_topic(remote_broker.broker_addr, topic, queues=2)
     assert created.code == ResponseCode.SUCCESS, created.remark
     # The twin re-registers at once with the new topic; the real name server routes it to the twin only.
     route = call(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})

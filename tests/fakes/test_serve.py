@@ -16,7 +16,7 @@ import pytest_twisted
 from rmqtwin.codec import fastjson
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.fakes.pytest_plugin import RunningTwin, start_subprocess
-from tests.fakes.helpers import call
+from tests.fakes.helpers import call, update_and_create_topic
 
 
 def test_fixture_gives_a_registered_broker(rocketmq: RunningTwin) -> None:
@@ -33,17 +33,7 @@ def test_created_topic_is_registered_at_once_and_survives_a_restart(tmp_path: ob
     store = os.path.join(str(tmp_path), "twin")
     twin = start_subprocess(store)
     try:
-        create = {
-            "topic": "Kept",
-            "defaultTopic": "TBW102",
-            "readQueueNums": "2",
-            "writeQueueNums": "2",
-            "perm": "6",
-            "topicFilterType": "SINGLE_TAG",
-        }
-        assert (
-            call(twin.broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, create).code == ResponseCode.SUCCESS
-        )
+        assert update_and_create_topic(twin.broker_addr, "Kept", queues=2).code == ResponseCode.SUCCESS
         route = call(twin.namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Kept"})
         assert route.code == ResponseCode.SUCCESS
         assert orjson.loads(route.body or b"")["queueDatas"][0]["writeQueueNums"] == 2

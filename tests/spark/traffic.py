@@ -20,7 +20,8 @@ from rmqtwin.codec.connection import RemotingConnection, RequestReceived, Respon
 from rmqtwin.codec.message import properties_to_string
 from rmqtwin.fakes.pytest_plugin import RocketMQFactory, RunningTwin
 from rmqtwin.probe import invoke_sync
-from rmqtwin.proxy.process import start_proxy
+from rmqtwin.proxy.process import ProxyProcess, start_proxy
+from tests.fakes.helpers import update_and_create_topic
 
 TOPIC = "ReplayT"
 PRODUCER_GROUP = "replay-pg"
@@ -152,19 +153,19 @@ def heartbeat(
     return create_request(RequestCode.HEART_BEAT, body=orjson.dumps(body))
 
 
+def broker_behind(proxy: ProxyProcess) -> tuple[Client, str]:
+    """A client of the name server behind ``proxy`` and the broker address its route of ``TOPIC`` gives
+    (the proxy's listener for that broker)."""
+    namesrv = Client(proxy.namesrv)
+    route = namesrv.call(create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}))
+    assert route.code == ResponseCode.SUCCESS, route
+    addrs = fastjson.loads(route.body or b"")["brokerDatas"][0]["brokerAddrs"]
+    return namesrv, addrs.get(0) or addrs["0"]
+
+
 def create_topic(twin: RunningTwin, prefill: int, topic: str = TOPIC) -> None:
     """The test topic (2 queues) with ``prefill`` messages already in queue 0 (so offsets differ)."""
-    create = {
-        "topic": topic,
-        "defaultTopic": "TBW102",
-        "readQueueNums": "2",
-        "writeQueueNums": "2",
-        "perm": "6",
-        "topicFilterType": "SINGLE_TAG",
-    }
-    assert (
-        invoke_sync(twin.broker_addr, create_request(RequestCode.UPDATE_AND_CREATE_TOPIC, create)).code == 0
-    )
+    assert update_and_create_topic(twin.broker_addr, topic, queues=2).code == 0
     for i in range(prefill):
         answer = invoke_sync(twin.broker_addr, send_request(b"old %d" % i, 0, 1000 + i))
         assert answer.code == ResponseCode.SUCCESS, answer
@@ -175,11 +176,7 @@ def record(twin: RunningTwin, capture: Path, messages: int = 5) -> None:
     to queue 0, a pull from the first new offset, an offset commit and its query."""
     proxy = start_proxy(twin.namesrv_addr, capture)
     try:
-        namesrv = Client(proxy.namesrv)
-        route = namesrv.call(create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}))
-        assert route.code == ResponseCode.SUCCESS, route
-        addrs = fastjson.loads(route.body or b"")["brokerDatas"][0]["brokerAddrs"]
-        broker = addrs.get(0) or addrs["0"]
+        namesrv, broker = broker_behind(proxy)
         producer = Client(broker)
         assert producer.call(heartbeat(PRODUCER_ID, consumer=False)).code == ResponseCode.SUCCESS
         sent = [producer.send(send_request(b"body %d" % i, 0, i)) for i in range(messages)]
@@ -214,10 +211,7 @@ def record_check_back(twin: RunningTwin, capture: Path) -> None:
     of the committed message, through a proxy in front of ``twin`` (started with ``CHECKING_BROKER``)."""
     proxy = start_proxy(twin.namesrv_addr, capture)
     try:
-        namesrv = Client(proxy.namesrv)
-        route = namesrv.call(create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}))
-        addrs = fastjson.loads(route.body or b"")["brokerDatas"][0]["brokerAddrs"]
-        broker = addrs.get(0) or addrs["0"]
+        namesrv, broker = broker_behind(proxy)
         producer = Client(broker)
         assert producer.call(heartbeat(PRODUCER_ID, consumer=False)).code == ResponseCode.SUCCESS
         half = producer.call(send_request(b"committed on check", 0, 77, half=True))
@@ -276,10 +270,7 @@ def record_running_info(twin: RunningTwin, capture: Path) -> None:
     ``RUNNING_INFO``; the consumer heartbeats again afterwards (its connection lives on)."""
     proxy = start_proxy(twin.namesrv_addr, capture)
     try:
-        namesrv = Client(proxy.namesrv)
-        route = namesrv.call(create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}))
-        addrs = fastjson.loads(route.body or b"")["brokerDatas"][0]["brokerAddrs"]
-        broker = addrs.get(0) or addrs["0"]
+        namesrv, broker = broker_behind(proxy)
         consumer = Client(broker)
         assert consumer.call(heartbeat(CONSUMER_ID, consumer=True)).code == ResponseCode.SUCCESS
         admin = Client(broker)
