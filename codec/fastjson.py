@@ -636,7 +636,12 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         except (orjson.JSONDecodeError, ValueError):
             pass
     parser = _Parser(text)
-    result = parser.value()
+    try:
+        result = parser.value()
+    except RecursionError:
+        # fastjson gives up on deep nesting too (a JSONException, or a StackOverflowError the broker
+        # catches): a body nested past Python's stack is rejected, not a crash of the handler
+        raise parser.fail("nesting too deep") from None
     if parser.peek() != "":
         raise parser.fail("trailing characters")
     return result

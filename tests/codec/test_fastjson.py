@@ -464,3 +464,11 @@ def test_escapes_and_doubles_match_real_fastjson(java_fastjson: tuple[str, list[
             continue
         mismatches.append((item, ours, java))
     assert mismatches == []
+
+
+def test_nesting_past_the_stack_is_rejected_not_a_crash() -> None:
+    """orjson stops at 1024 levels; the lenient parser recursed until RecursionError (a fuzz finding,
+    kept in tests/fuzz_corpus/found)."""
+    text = "{" + "[{" * 5000 + "}]" * 5000 + "}"
+    with pytest.raises(FastjsonError, match="nesting too deep"):
+        fastjson.loads(text)
