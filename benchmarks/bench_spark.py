@@ -15,30 +15,14 @@ The machine is shared: compare the rows of one run, not figures across runs.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
-from common import PeakRss, load_note, process_tree
+from common import PeakRss, cpu_seconds, load_note, process_tree
 
 INGEST_AIM_S = 60.0
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU of the processes and of their children that exited and were reaped: the JVM
-    stops idle Python workers after a minute, and their CPU must not drop out of a later difference
-    (the report, which starts none, read 13 CPU s of the process tree at 120 s of wall time)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(f) for f in fields[11:15]) / ticks
-    return total
 
 
 REPORT_AIM_S = 30.0
@@ -79,10 +63,10 @@ def main() -> None:
         with PeakRss(process_tree) as rss:
             spark = spark_session("local[2]", app_name="bench_spark")
             print(f"spark session start: {time.monotonic() - t:.1f} s")
-            t, cpu = time.monotonic(), cpu_seconds(process_tree())
+            t, cpu = time.monotonic(), cpu_seconds(process_tree(), children=True)
             result = ingest(spark, [str(capture)], work / "tables")
             ingest_s = time.monotonic() - t
-            ingest_cpu = cpu_seconds(process_tree()) - cpu
+            ingest_cpu = cpu_seconds(process_tree(), children=True) - cpu
             aim_s = INGEST_AIM_S * stats.frames / 1e6
             print(
                 f"spark ingest: {result.rows} in {ingest_s:.1f} s = {stats.frames / ingest_s:,.0f} frames/s "
@@ -90,10 +74,10 @@ def main() -> None:
                 f"{'met' if ingest_s <= aim_s else 'MISSED'}); {ingest_cpu:.1f} CPU s of this process, "
                 f"the JVM and its Python workers (on 2 idle cores at least {ingest_cpu / 2:.1f} s)"
             )
-            t, cpu = time.monotonic(), cpu_seconds(process_tree())
+            t, cpu = time.monotonic(), cpu_seconds(process_tree(), children=True)
             write_report(spark, work / "tables", work / "report.html")
             report_s = time.monotonic() - t
-            report_cpu = cpu_seconds(process_tree()) - cpu
+            report_cpu = cpu_seconds(process_tree(), children=True) - cpu
             print(
                 f"spark report: {report_s:.1f} s (aim <= {REPORT_AIM_S:.0f} s "
                 f"{'met' if report_s <= REPORT_AIM_S else 'MISSED'}); {report_cpu:.1f} CPU s "

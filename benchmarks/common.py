@@ -18,16 +18,19 @@ from typing import TypeVar
 Figures = dict[str, float | int | str | None]
 
 
-def cpu_seconds(pids: Iterable[int]) -> float:
-    """User + system CPU time of the processes so far (all their threads), summed."""
+def cpu_seconds(pids: Iterable[int], *, children: bool = False) -> float:
+    """User + system CPU time of the processes so far (all their threads), summed; with ``children``
+    also that of their children that exited and were reaped (a JVM stops idle Python workers after a
+    minute, and their CPU must not drop out of a later difference)."""
     ticks = os.sysconf("SC_CLK_TCK")
+    last = 15 if children else 13
     total = 0.0
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / ticks
+        total += sum(int(f) for f in fields[11:last]) / ticks
     return total
 
 
