@@ -54,10 +54,9 @@ class TwinMetrics(Collector):
         # the codes as they are (an IntEnum member hashes and compares as its int): no int() per request
         common = self.common
         code = request.code
-        common.request(code)
+        label_set = common.request(code, topic_of(code, request.ext_fields))
         if answer is not None:
-            seconds = time.perf_counter() - started
-            common.answer(code, topic_of(code, request.ext_fields), answer.code, seconds)
+            common.answer(label_set, answer.code, time.perf_counter() - started)
 
     def collect(self) -> Iterable[Metric]:
         yield from self._traffic()

@@ -27,7 +27,6 @@ from twisted.web.server import Request, Site
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.frame import (
-    HEADER_LENGTH_MASK,
     LENGTH_WORD_SIZE,
     ONEWAY_FLAG,
     PREFIX_SIZE,
@@ -36,10 +35,11 @@ from rmqtwin.codec.frame import (
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, FLAG_RAW
 from rmqtwin.proxy.faults import SHORT_NAMED, FaultEngine, FaultRule, header_fields_of, topic_of
 from rmqtwin.proxy.session import Command, Hook
-from rmqtwin.proxy.wire import JsonRequest, JsonSummary, decode_json_request, decode_json_summary
+from rmqtwin.proxy.wire import decode_json_request
 
 __all__ = [
     "LATENCY_BUCKETS",
+    "LabelSet",
     "MetricsHook",
     "ProxyMetrics",
     "RequestMetrics",
@@ -62,6 +62,24 @@ def response_name(code: int) -> str:
     return _RESPONSE_NAMES.get(code, str(code))
 
 
+class LabelSet:
+    """One (request code, topic) label set: its requests, and its answers by response code, each
+    ``[seconds, then the answers per latency bucket: one per bound of LATENCY_BUCKETS, then +Inf]``
+    (their sum is the answers).
+
+    A waiting request keeps its label set, so its answer is counted with no label key built; the
+    requests per code are summed over the label sets when Prometheus scrapes."""
+
+    __slots__ = ("answers", "code", "created", "requests", "topic")
+
+    def __init__(self, code: int, topic: str | None, created: float) -> None:
+        self.code = code
+        self.topic = topic
+        self.created = created
+        self.requests = 0
+        self.answers: dict[int, list[float]] = {}
+
+
 class RequestMetrics(Collector):
     """Requests, answers by response code and latency per request code and topic, and fault hits: the
     part the proxy and the twin share (``prefix`` tells them apart).
@@ -77,43 +95,33 @@ class RequestMetrics(Collector):
     ) -> None:
         self.prefix = prefix
         self.wall = wall
-        self.requests: dict[int, int] = {}
-        """Request code -> requests."""
-        self.answers: dict[tuple[int, str | None], dict[int, list[float]]] = {}
-        """(request code, topic) -> response code -> [seconds, then the answers per latency bucket: one
-        per bound of LATENCY_BUCKETS, then +Inf] (their sum is the answers)."""
+        self.labels: dict[tuple[int, str | None], LabelSet] = {}
+        """(request code, topic) -> its :class:`LabelSet`."""
         self.fault_hits: dict[tuple[str, str], int] = {}
         """(rule, effect) -> frames it applied to."""
         self.created: dict[object, float] = {}
-        """When each label set was first counted (the families' ``_created`` samples)."""
+        """When each answer's and fault hit's label set was first counted (``_created`` samples)."""
         registry.register(self)
 
-    def request(self, code: int) -> None:
-        try:
-            self.requests[code] += 1
-        except KeyError:
-            self.created[code] = self.wall()
-            self.requests[code] = 1
-
-    def answers_to(self, code: int, topic: str | None) -> dict[int, list[float]]:
-        """The answers to requests of ``code`` and ``topic``, by response code (what a waiting request
-        keeps: its answer is then counted without building a label key)."""
+    def request(self, code: int, topic: str | None) -> LabelSet:
+        """Count a request of ``code`` naming ``topic``; its label set (made at its first request)."""
         key = (code, topic)
-        by_response = self.answers.get(key)
-        if by_response is None:
-            by_response = self.answers[key] = {}
-        return by_response
+        labels = self.labels.get(key)
+        if labels is None:
+            labels = self.labels[key] = LabelSet(code, topic, self.wall())
+        labels.requests += 1
+        return labels
 
-    def first_answer(self, code: int, topic: str | None, response_code: int) -> list[float]:
+    def first_answer(self, labels: LabelSet, response_code: int) -> list[float]:
         """The new slot of a label set's first answer (zero; the caller counts the answer in it)."""
-        slot = self.answers_to(code, topic)[response_code] = [0.0] * (len(LATENCY_BUCKETS) + 2)
-        self.created[(code, response_code, topic)] = self.wall()
+        slot = labels.answers[response_code] = [0.0] * (len(LATENCY_BUCKETS) + 2)
+        self.created[(labels.code, response_code, labels.topic)] = self.wall()
         return slot
 
-    def answer(self, code: int, topic: str | None, response_code: int, seconds: float) -> None:
-        slot = self.answers_to(code, topic).get(response_code)
+    def answer(self, labels: LabelSet, response_code: int, seconds: float) -> None:
+        slot = labels.answers.get(response_code)
         if slot is None:
-            slot = self.first_answer(code, topic, response_code)
+            slot = self.first_answer(labels, response_code)
         slot[0] += seconds
         slot[1 + bisect_left(LATENCY_BUCKETS, seconds)] += 1  # the first bound >= seconds, as ``le``
 
@@ -131,16 +139,21 @@ class RequestMetrics(Collector):
     def collect(self) -> Iterable[Metric]:
         prefix, created = self.prefix, self.created
         requests = CounterMetricFamily(f"{prefix}_requests", "Requests by request code", labels=["code"])
-        for code, n in self.requests.items():
-            requests.add_metric([code_name(code)], n, created=created[code])
+        by_code: dict[int, tuple[int, float]] = {}
+        for label_set in self.labels.values():
+            n, first = by_code.get(label_set.code, (0, label_set.created))
+            by_code[label_set.code] = (n + label_set.requests, min(first, label_set.created))
+        for code, (n, first) in by_code.items():
+            requests.add_metric([code_name(code)], n, created=first)
         yield requests
         responses = CounterMetricFamily(
             f"{prefix}_responses", "Answers by request code and response code", labels=["code", "response"]
         )
         by_response: dict[tuple[int, int], tuple[float, float]] = {}
         by_topic: dict[tuple[int, str | None], tuple[list[float], float]] = {}
-        for (code, topic), slots in self.answers.items():
-            for response_code, slot in slots.items():
+        for label_set in self.labels.values():
+            code, topic = label_set.code, label_set.topic
+            for response_code, slot in label_set.answers.items():
                 when = created[(code, response_code, topic)]
                 answered, first = by_response.get((code, response_code), (0.0, when))
                 by_response[(code, response_code)] = (answered + sum(slot[1:]), min(first, when))
@@ -239,60 +252,54 @@ class ProxyMetrics(Collector):
 class MetricsHook(Hook):
     """One connection's metrics, counted as its frames pass (after they were forwarded).
 
-    A JSON header is read by a typed decoder that builds only its code, opaque, flag and (for a
-    request) the ext fields naming the topic (:func:`~rmqtwin.proxy.wire.decode_json_request`); what
-    it refuses, and a binary header, by :func:`~rmqtwin.proxy.faults.header_fields_of`. A waiting
-    request keeps its label set's answers by response code, so its answer is counted with two dict
-    look-ups and no label key built.
+    A JSON header is read by one typed decoder that builds only its code, opaque, flag and the ext
+    fields naming the topic (:func:`~rmqtwin.proxy.wire.decode_json_request`); what it refuses, and a
+    binary header, by :func:`~rmqtwin.proxy.faults.header_fields_of`. A waiting request keeps its
+    :class:`LabelSet`, so its answer is counted with one dict look-up and no label key built: this
+    runs for every frame, and its Python is most of what metrics cost the proxy.
     """
 
     def __init__(self, metrics: ProxyMetrics) -> None:
         self.metrics = metrics
-        self.waiting: tuple[dict[int, tuple[int, str | None, dict[int, list[float]], int]], ...] = ({}, {})
+        self.waiting: tuple[dict[int, tuple[LabelSet, int]], dict[int, tuple[LabelSet, int]]] = ({}, {})
         """By the direction of the request (DIR_TO_SERVER, DIR_TO_CLIENT: a broker's check-back), the
-        requests waiting for their answer: opaque -> code, topic, the answers to that code and topic
-        by response code (:meth:`RequestMetrics.answers_to`) and when the request passed."""
+        requests waiting for their answer: opaque -> their label set and when they passed (ns)."""
 
     def observe(self, direction: int, frames: list[bytes], flags: int, out: list[Command]) -> None:
         metrics = self.metrics
         size = 0
-        if flags & FLAG_RAW:
-            for chunk in frames:
-                size += len(chunk)
-            metrics.bytes[direction] += size
-            return
-        common = metrics.common
-        stamp = metrics.mono_ns()
-        # from the client mostly requests (their topic is read), from the upstream mostly answers
-        decode: Callable[[bytes], JsonSummary | JsonRequest] = (
-            decode_json_request if direction == DIR_TO_SERVER else decode_json_summary
-        )
         for frame in frames:
-            length = len(frame)
-            size += length
+            size += len(frame)
+        metrics.bytes[direction] += size
+        if flags & FLAG_RAW:
+            return
+        stamp = metrics.mono_ns()
+        common = metrics.common
+        labels = common.labels
+        for frame in frames:
             # the session's frames are whole (length word checked); this word is the serialize type
             # (0: JSON) and the header length
             mark = _U32.unpack_from(frame, LENGTH_WORD_SIZE)[0]
-            head: JsonSummary | JsonRequest | None = None
-            if mark <= length - PREFIX_SIZE and mark <= HEADER_LENGTH_MASK:
-                try:
-                    head = decode(frame[PREFIX_SIZE : PREFIX_SIZE + mark])
-                except msgspec.DecodeError:
-                    head = None
+            try:  # a binary header is refused by the JSON decoder
+                head = (
+                    decode_json_request(frame[PREFIX_SIZE : PREFIX_SIZE + mark])
+                    if mark <= len(frame) - PREFIX_SIZE
+                    else None
+                )
+            except msgspec.DecodeError:
+                head = None
             if head is not None:
                 code, opaque, flag = head.code, head.opaque, head.flag
                 if flag & RESPONSE_FLAG:
                     asked = self.waiting[direction ^ 1].pop(opaque, None)
                     if asked is not None:
-                        seconds = (stamp - asked[3]) / 1e9
-                        slot = asked[2].get(code)
+                        seconds = (stamp - asked[1]) / 1e9
+                        slot = asked[0].answers.get(code)
                         if slot is None:
-                            slot = common.first_answer(asked[0], asked[1], code)
+                            slot = common.first_answer(asked[0], code)
                         slot[0] += seconds  # as RequestMetrics.answer
                         slot[1 + bisect_left(LATENCY_BUCKETS, seconds)] += 1
                     continue
-                if not isinstance(head, JsonRequest):  # a check-back: read again for its topic
-                    head = decode_json_request(frame[PREFIX_SIZE : PREFIX_SIZE + mark])
                 ext = head.extFields
                 if ext is None:
                     topic = None
@@ -308,16 +315,19 @@ class MetricsHook(Hook):
                 if flag & RESPONSE_FLAG:
                     asked = self.waiting[direction ^ 1].pop(opaque, None)
                     if asked is not None:
-                        common.answer(asked[0], asked[1], code, (stamp - asked[3]) / 1e9)
+                        common.answer(asked[0], code, (stamp - asked[1]) / 1e9)
                     continue
                 topic = topic_of(code, fields)
-            common.request(code)
+            label_set = labels.get((code, topic))  # as RequestMetrics.request
+            if label_set is None:
+                label_set = common.request(code, topic)
+            else:
+                label_set.requests += 1
             if not flag & ONEWAY_FLAG:
                 waiting = self.waiting[direction]
-                waiting[opaque] = (code, topic, common.answers_to(code, topic), stamp)
+                waiting[opaque] = (label_set, stamp)
                 if len(waiting) > 65536:  # answers that never came
                     del waiting[next(iter(waiting))]
-        metrics.bytes[direction] += size
 
 
 class _MetricsResource(Resource):

@@ -136,8 +136,7 @@ def test_counts_and_buckets_are_prometheus_clients_own_for_the_same_observations
     seconds = [0.0, *LATENCY_BUCKETS, 0.0007, 0.003, 31.0, 0.004, 0.0005]
     for n, took in enumerate(seconds):
         code, response, topic = (310, 0, "T") if n % 3 else (11, 19 if n % 2 else 0, None)
-        metrics.request(code)
-        metrics.answer(code, topic, response, took)
+        metrics.answer(metrics.request(code, topic), response, took)
         requests.labels(code_name(code)).inc()
         responses.labels(code_name(code), response_name(response)).inc()
         latency.labels(code_name(code), topic or "").observe(took)
