@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from rmqtwin.store_mirror.layouts import CQ_ENTRY, CQ_STORE_UNIT_SIZE
 from rmqtwin.store_mirror.mapped_file import MappedFile, MappedFileQueue
@@ -30,6 +30,23 @@ def queue_dir_inside(store_path: str, topic: str, queue_id: int) -> str:
     if os.path.dirname(os.path.dirname(path)) != root or topic in ("", ".", ".."):
         raise PathOutsideStoreError(f"consume queue {topic!r}/{queue_id} resolves outside {root}")
     return os.path.join(store_path, topic, str(queue_id))
+
+
+def queue_dirs(store_path: str) -> Iterator[tuple[str, int, str]]:
+    """(topic, queue id, directory) of each consume queue under ``store_path``, in name order as
+    ``loadConsumeQueue`` lists them; entries that are no topic directory or no queue id are passed over."""
+    if not os.path.isdir(store_path):
+        return
+    for topic in sorted(os.listdir(store_path)):
+        topic_dir = os.path.join(store_path, topic)
+        if not os.path.isdir(topic_dir):
+            continue
+        for name in sorted(os.listdir(topic_dir)):
+            try:
+                queue_id = int(name)
+            except ValueError:
+                continue
+            yield topic, queue_id, os.path.join(topic_dir, name)
 
 
 class ConsumeQueue:

@@ -17,6 +17,7 @@ from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.message import MessageExt, decode_message_record
 from rmqtwin.store_mirror.checkpoint import StoreCheckpoint
 from rmqtwin.store_mirror.config import ConsumerOffsetManager, TopicConfigManager
+from rmqtwin.store_mirror.consume_queue import queue_dirs
 from rmqtwin.store_mirror.layouts import INDEX_ENTRY_SIZE, INDEX_HASH_SLOT_SIZE, INDEX_HEADER_SIZE
 from rmqtwin.store_mirror.message_store import DefaultMessageStore, MessageStoreConfig
 
@@ -32,16 +33,10 @@ def _first_file_size(directory: str) -> int | None:
 
 
 def _first_cq_file_size(root: str) -> int | None:
-    if not os.path.isdir(root):
-        return None
-    for topic in sorted(os.listdir(root)):
-        tdir = os.path.join(root, topic)
-        if not os.path.isdir(tdir):
-            continue
-        for q in sorted(os.listdir(tdir)):
-            size = _first_file_size(os.path.join(tdir, q))
-            if size:
-                return size
+    for _, _, queue_dir in queue_dirs(root):
+        size = _first_file_size(queue_dir)
+        if size:
+            return size
     return None
 
 

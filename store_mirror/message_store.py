@@ -29,7 +29,7 @@ from rmqtwin.store_mirror.commitlog import (
     PutMessageResult,
     PutMessageStatus,
 )
-from rmqtwin.store_mirror.consume_queue import ConsumeQueue, PathOutsideStoreError
+from rmqtwin.store_mirror.consume_queue import ConsumeQueue, PathOutsideStoreError, queue_dirs
 from rmqtwin.store_mirror.index import IndexFile, IndexService
 from rmqtwin.store_mirror.layouts import CQ_ENTRY, CQ_STORE_UNIT_SIZE
 from rmqtwin.store_mirror.record import (
@@ -327,22 +327,11 @@ class DefaultMessageStore:
         return True
 
     def _load_consume_queue(self) -> bool:
-        root = self.consume_queue_dir
-        if not os.path.isdir(root):
-            return True
-        for topic in sorted(os.listdir(root)):
-            tdir = os.path.join(root, topic)
-            if not os.path.isdir(tdir):
-                continue
-            for qname in sorted(os.listdir(tdir)):
-                try:
-                    qid = int(qname)
-                except ValueError:
-                    continue
-                cq = self._new_cq(topic, qid)
-                if not cq.load():
-                    return False
-                self.consume_queue_table.setdefault(topic, {})[qid] = cq
+        for topic, qid, _ in queue_dirs(self.consume_queue_dir):
+            cq = self._new_cq(topic, qid)
+            if not cq.load():
+                return False
+            self.consume_queue_table.setdefault(topic, {})[qid] = cq
         return True
 
     def _new_cq(self, topic: str, queue_id: int) -> ConsumeQueue:
