@@ -3,127 +3,24 @@
 ``constants`` (magics, record positions, ``MessageSysFlag``, ``MessageConst``), ``properties`` (the
 properties string, tags and body hashes), ``ids`` (offset msgIds, UNIQ_KEY), ``model`` (``Message``,
 ``MessageExt``), ``record`` (the stored record: commitlog entry and pull/query/view body) and ``batch``
-(SEND_BATCH_MESSAGE bodies). The public names of all of them are importable from this package.
+(SEND_BATCH_MESSAGE bodies). The public names of all of them (each module's ``__all__``) are importable
+from this package.
 """
 
 from __future__ import annotations
 
-from rmqtwin.codec.message.batch import (
-    BatchItem,
-    decode_batch,
-    encode_batch,
-    encode_batch_item,
-    expand_batch,
-    merge_batch_properties,
-)
-from rmqtwin.codec.message.constants import (
-    BLANK_MAGIC_CODE,
-    BORN_HOST_POSITION,
-    BORN_TIMESTAMP_POSITION,
-    CRC32_RESERVED_LEN,
-    END_FILE_MIN_BLANK_LENGTH,
-    MESSAGE_MAGIC_CODE,
-    MESSAGE_MAGIC_CODE_V2,
-    NAME_VALUE_SEPARATOR,
-    PHY_POS_POSITION,
-    PROPERTY_SEPARATOR,
-    QUEUE_OFFSET_POSITION,
-    SYSFLAG_POSITION,
-    MessageConst,
-    MessageSysFlag,
-)
-from rmqtwin.codec.message.ids import (
-    UniqId,
-    UniqIdGenerator,
-    create_offset_msg_id,
-    create_uniq_id,
-    decode_offset_msg_id,
-    parse_uniq_id,
-    uniq_id_nearly_time,
-)
-from rmqtwin.codec.message.model import (
-    Message,
-    MessageExt,
-)
-from rmqtwin.codec.message.properties import (
-    body_crc32,
-    properties_to_string,
-    string_to_properties,
-    tags_code,
-)
-from rmqtwin.codec.message.record import (
-    Buffer,
-    body_length_position,
-    decode_message_record,
-    decode_message_records,
-    encode_blank_record,
-    encode_message_record,
-    fill_append_fields,
-    host_length,
-    is_blank_record,
-    iter_message_records,
-    message_record_length,
-    message_version_for_topic,
-    parse_prop_crc32,
-    prop_crc32_property,
-    read_record_properties,
-    read_store_timestamp,
-    store_host_position,
-    store_host_spans,
-    store_timestamp_position,
-)
+from rmqtwin.codec.message import batch, constants, ids, model, properties, record
+from rmqtwin.codec.message.batch import *  # noqa: F403
+from rmqtwin.codec.message.constants import *  # noqa: F403
+from rmqtwin.codec.message.ids import *  # noqa: F403
+from rmqtwin.codec.message.model import *  # noqa: F403
+from rmqtwin.codec.message.properties import *  # noqa: F403
+from rmqtwin.codec.message.record import *  # noqa: F403
 
-__all__ = [
-    "BLANK_MAGIC_CODE",
-    "BORN_HOST_POSITION",
-    "BORN_TIMESTAMP_POSITION",
-    "CRC32_RESERVED_LEN",
-    "END_FILE_MIN_BLANK_LENGTH",
-    "MESSAGE_MAGIC_CODE",
-    "MESSAGE_MAGIC_CODE_V2",
-    "NAME_VALUE_SEPARATOR",
-    "PHY_POS_POSITION",
-    "PROPERTY_SEPARATOR",
-    "QUEUE_OFFSET_POSITION",
-    "SYSFLAG_POSITION",
-    "BatchItem",
-    "Buffer",
-    "Message",
-    "MessageConst",
-    "MessageExt",
-    "MessageSysFlag",
-    "UniqId",
-    "UniqIdGenerator",
-    "body_crc32",
-    "body_length_position",
-    "create_offset_msg_id",
-    "create_uniq_id",
-    "decode_batch",
-    "decode_message_record",
-    "decode_message_records",
-    "decode_offset_msg_id",
-    "encode_batch",
-    "encode_batch_item",
-    "encode_blank_record",
-    "encode_message_record",
-    "expand_batch",
-    "fill_append_fields",
-    "host_length",
-    "is_blank_record",
-    "iter_message_records",
-    "merge_batch_properties",
-    "message_record_length",
-    "message_version_for_topic",
-    "parse_prop_crc32",
-    "parse_uniq_id",
-    "prop_crc32_property",
-    "properties_to_string",
-    "read_record_properties",
-    "read_store_timestamp",
-    "store_host_position",
-    "store_host_spans",
-    "store_timestamp_position",
-    "string_to_properties",
-    "tags_code",
-    "uniq_id_nearly_time",
-]
+__all__: list[str] = []
+__all__ += batch.__all__
+__all__ += constants.__all__
+__all__ += ids.__all__
+__all__ += model.__all__
+__all__ += properties.__all__
+__all__ += record.__all__
