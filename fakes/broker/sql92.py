@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar
 
 from rmqtwin.codec.fastjson import java_double_str
 
@@ -279,50 +280,55 @@ class Not(BooleanNode):
         return None if value is None else not value
 
 
-def _left_spine(node: Expression, cls: type) -> list[Expression]:
-    """The operands of a left-deep chain of ``cls`` nodes, in evaluation order (no recursion, so a
-    selector of thousands of ANDs evaluates like Java's)."""
+@dataclass(frozen=True, slots=True)
+class BinaryNode(BooleanNode):
+    """A boolean operator over two operands."""
+
+    left: Expression
+    right: Expression
+
+
+def _left_spine(node: BinaryNode) -> list[Expression]:
+    """The operands of a left-deep chain of nodes of ``node``'s class, in evaluation order (no recursion,
+    so a selector of thousands of ANDs evaluates like Java's)."""
+    cls = type(node)
     right_sides = []
-    while type(node) is cls:
-        right_sides.append(node.right)  # type: ignore[attr-defined]
-        node = node.left  # type: ignore[attr-defined]
-    return [node, *reversed(right_sides)]
+    operand: Expression = node
+    while type(operand) is cls:
+        right_sides.append(operand.right)
+        operand = operand.left
+    return [operand, *reversed(right_sides)]
 
 
-def _logic(node: Expression, cls: type, decisive: bool, props: Props) -> Value:
+@dataclass(frozen=True, slots=True)
+class LogicNode(BinaryNode):
     """``LogicExpression``: the first operand that is ``decisive`` decides; else NULL if one was NULL."""
-    saw_null = False
-    for operand in _left_spine(node, cls):
-        value = operand.evaluate(props)
-        if value is decisive:
-            return decisive
-        saw_null = saw_null or value is None
-    return None if saw_null else not decisive
 
-
-@dataclass(frozen=True, slots=True)
-class And(BooleanNode):
-    left: Expression
-    right: Expression
+    decisive: ClassVar[bool]
 
     def evaluate(self, props: Props) -> Value:
-        return _logic(self, And, False, props)
+        decisive = self.decisive
+        saw_null = False
+        for operand in _left_spine(self):
+            value = operand.evaluate(props)
+            if value is decisive:
+                return decisive
+            saw_null = saw_null or value is None
+        return None if saw_null else not decisive
 
 
 @dataclass(frozen=True, slots=True)
-class Or(BooleanNode):
-    left: Expression
-    right: Expression
-
-    def evaluate(self, props: Props) -> Value:
-        return _logic(self, Or, True, props)
+class And(LogicNode):
+    decisive = False
 
 
 @dataclass(frozen=True, slots=True)
-class Equal(BooleanNode):
-    left: Expression
-    right: Expression
+class Or(LogicNode):
+    decisive = True
 
+
+@dataclass(frozen=True, slots=True)
+class Equal(BinaryNode):
     def evaluate(self, props: Props) -> Value:
         lv = self.left.evaluate(props)
         rv = self.right.evaluate(props)
@@ -342,10 +348,8 @@ _ORDERINGS: dict[str, Callable[[int], bool]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Ordering(BooleanNode):
+class Ordering(BinaryNode):
     op: str
-    left: Expression
-    right: Expression
 
     def evaluate(self, props: Props) -> Value:
         lv = self.left.evaluate(props)
@@ -803,7 +807,7 @@ def _check_less_than_operand(expr: Expression) -> None:
 def _create_ordering(op: str, left: Expression, right: Expression) -> Expression:
     _check_less_than_operand(left)
     _check_less_than_operand(right)
-    return Ordering(op, left, right)
+    return Ordering(left, right, op)
 
 
 def _create_equal(left: Expression, right: Expression) -> Expression:
