@@ -84,25 +84,18 @@ ROWS = [
         "ms",
         "broker",
     ),
-    Row(
-        "server CPU-s per 1k messages sent",
-        _f("broker", "twin cpu s/1k sent"),
-        _f("broker", "real cpu s/1k sent"),
-        "real 5.5.0",
-        "<= 0.5x",
-        lambda v, r: _ratio(v, r) <= 0.5,
-        "s",
-        "broker",
-    ),
-    Row(
-        "server CPU-s per 1k messages consumed",
-        _f("broker", "twin cpu s/1k consumed"),
-        _f("broker", "real cpu s/1k consumed"),
-        "real 5.5.0",
-        "<= 0.5x",
-        lambda v, r: _ratio(v, r) <= 0.5,
-        "s",
-        "broker",
+    *(
+        Row(
+            f"server CPU-s per 1k messages {what}",
+            _f("broker", f"twin cpu s/1k {what}"),
+            _f("broker", f"real cpu s/1k {what}"),
+            "real 5.5.0",
+            "<= 0.5x",
+            lambda v, r: _ratio(v, r) <= 0.5,
+            "s",
+            "broker",
+        )
+        for what in ("sent", "consumed")
     ),
     Row(
         "proxy + capture TPS (paired median ratio)",
