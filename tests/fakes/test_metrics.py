@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client import generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 from twisted.internet.address import IPv4Address
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
@@ -16,6 +14,7 @@ from rmqtwin.codec.connection import RemotingConnection
 from rmqtwin.fakes.metrics import TwinMetrics
 from rmqtwin.fakes.server import RemotingServerFactory
 from tests.fakes.helpers import Peer, heartbeat, make_broker, send_v2
+from tests.helpers import scrape
 
 
 def test_twin_counts_requests_answers_offsets_and_lag(tmp_path: Any) -> None:
@@ -33,12 +32,7 @@ def test_twin_counts_requests_answers_offsets_and_lag(tmp_path: Any) -> None:
             RequestCode.UPDATE_CONSUMER_OFFSET,
             {"consumerGroup": "CG", "topic": "Orders", "queueId": 0, "commitOffset": 1},
         )
-        text = generate_latest(metrics.registry).decode()
-        got = {
-            (s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-        }
+        got = scrape(metrics.registry)
         assert got[("rocketmq_twin_requests_total", (("code", "SEND_MESSAGE_V2"),))] == 3
         assert (
             got[("rocketmq_twin_responses_total", (("code", "SEND_MESSAGE_V2"), ("response", "SUCCESS")))]
@@ -60,15 +54,6 @@ def test_twin_counts_requests_answers_offsets_and_lag(tmp_path: Any) -> None:
         )
     finally:
         broker.shutdown()
-
-
-def _samples(metrics: TwinMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = generate_latest(metrics.registry).decode()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
 
 
 def test_twin_counts_connections_bytes_and_flush_latency(tmp_path: Any) -> None:
@@ -99,7 +84,7 @@ def test_twin_counts_connections_bytes_and_flush_latency(tmp_path: Any) -> None:
         peer = Peer(broker.dispatcher, clock)
         send_v2(peer, "Orders", b"x" * 20_000)  # the 4 dirty pages a periodic flush waits for
         clock.advance(1)  # the periodic commitlog flush
-        got = _samples(metrics)
+        got = scrape(metrics.registry)
         assert got[("rocketmq_twin_connections", (("server", "broker"),))] == 1
         assert got[("rocketmq_twin_connections_opened_total", (("server", "broker"),))] == 2
         received = (("direction", "received"), ("server", "broker"))

@@ -1,4 +1,5 @@
-"""Frame builders for the proxy tests, written from the wire layout (protocol.md §1.2-1.4)."""
+"""Frame builders for the proxy tests, written from the wire layout (protocol.md §1.2-1.4), and ``play``,
+which feeds bytes to a session."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import struct
 import orjson
 
 from rmqtwin.proxy.capture import Endpoint, Record, frame_record
+from rmqtwin.proxy.session import Command, ProxySession
 
 
 def json_frame(
@@ -85,3 +87,11 @@ CLUSTER_INFO = (
     b'{"brokerAddrTable":{"broker-a":{"brokerAddrs":{0:"10.0.0.5:10911"},"brokerName":"broker-a",'
     b'"cluster":"DefaultCluster"}},"clusterAddrTable":{"DefaultCluster":["broker-a"]}}'
 )
+
+
+def play(session: ProxySession, *steps: tuple[int, bytes]) -> list[Command]:
+    """The commands ``session`` gives for the (direction, bytes) ``steps``, received in order."""
+    out: list[Command] = []
+    for direction, data in steps:
+        out += session.receive(direction, data)
+    return out

@@ -20,8 +20,8 @@ from rmqtwin.codec.message import (
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER
 from rmqtwin.proxy.fault_api import FaultApi
 from rmqtwin.proxy.faults import FaultEngine, FaultHook, FaultRule, RuleError, quick_code
-from rmqtwin.proxy.session import Close, Command, Delay, ProxySession, Record, RecordHook, Send
-from tests.proxy.frames import binary_frame, json_frame
+from rmqtwin.proxy.session import Close, Delay, ProxySession, Record, RecordHook, Send
+from tests.proxy.frames import binary_frame, json_frame, play
 
 C2S, S2C = DIR_TO_SERVER, DIR_TO_CLIENT
 SEND = json_frame(310, 7, ext={"a": "PG", "b": "T", "c": "TBW102"}, body=b"hello")
@@ -43,13 +43,6 @@ def setup(*rules: dict[str, object]) -> tuple[FaultEngine, ProxySession, Clock]:
         engine.add(rule)
     hook = FaultHook(engine, "127.0.0.1:50000", "10.0.0.1:10911")
     return engine, ProxySession([hook, RecordHook()]), clock
-
-
-def play(session: ProxySession, *steps: tuple[int, bytes]) -> list[Command]:
-    out: list[Command] = []
-    for direction, data in steps:
-        out += session.receive(direction, data)
-    return out
 
 
 def test_without_rules_nothing_is_held_or_decoded() -> None:

@@ -6,23 +6,13 @@ import struct
 
 import orjson
 import pytest
-from prometheus_client import generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER
 from rmqtwin.proxy.faults import FaultEngine, FaultHook
 from rmqtwin.proxy.metrics import MetricsHook, ProxyMetrics, code_name, response_name
 from rmqtwin.proxy.session import ProxySession
+from tests.helpers import scrape
 from tests.proxy.frames import binary_frame, json_frame
-
-
-def samples(metrics: ProxyMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = generate_latest(metrics.registry).decode()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
 
 
 def test_requests_answers_latency_bytes_connections_capture_and_fault_hits() -> None:
@@ -40,7 +30,7 @@ def test_requests_answers_latency_bytes_connections_capture_and_fault_hits() -> 
     now[0] = 3_000_000  # 3 ms later
     session.receive(DIR_TO_CLIENT, answer)
     session.receive(DIR_TO_SERVER, json_frame(11, 2, ext={"topic": "Orders"}))  # answered by the fault
-    got = samples(metrics)
+    got = scrape(metrics.registry)
     assert got[("rocketmq_proxy_requests_total", (("code", "SEND_MESSAGE_V2"),))] == 1
     assert got[("rocketmq_proxy_requests_total", (("code", "PULL_MESSAGE"),))] == 1
     assert (
@@ -91,7 +81,7 @@ def test_counts_each_frame_as_it_passes_whatever_its_serialization_or_key_order(
     session.receive(DIR_TO_SERVER, json_frame(0, 3, flag=1))
     session.receive(DIR_TO_CLIENT, json_frame(0, 9, flag=1))  # answers nothing that waits
     session.receive(DIR_TO_SERVER, b"\x16\x03\x01garbage")  # goes raw: bytes only
-    got = samples(metrics)
+    got = scrape(metrics.registry)
     requests = {k[1][0][1]: v for k, v in got.items() if k[0] == "rocketmq_proxy_requests_total"}
     assert requests == {
         "SEND_MESSAGE_V2": 1,
@@ -141,15 +131,7 @@ def test_counts_and_buckets_are_prometheus_clients_own_for_the_same_observations
         responses.labels(code_name(code), response_name(response)).inc()
         latency.labels(code_name(code), topic or "").observe(took)
 
-    def scraped(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-        return {
-            (s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(generate_latest(registry).decode())
-            for s in family.samples
-            if not s.name.endswith("_created")
-        }
-
-    got, want = scraped(ours), scraped(reference)
+    got, want = scrape(ours), scrape(reference)
     assert got == pytest.approx(want)
     assert got[("m_requests_total", (("code", "SEND_MESSAGE_V2"),))] == sum(
         1 for n in range(len(seconds)) if n % 3
@@ -209,21 +191,12 @@ def test_each_waiting_request_keeps_its_own_labels_whatever_order_the_answers_co
         answer(1000 + n, 10 + n, 0, json_frame(0, 10 + n, flag=1))
     assert not sent
 
-    def scraped(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-        return {
-            (s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(generate_latest(registry).decode())
-            if family.name
-            in (
-                "rocketmq_proxy_requests",
-                "rocketmq_proxy_responses",
-                "rocketmq_proxy_request_latency_seconds",
-            )
-            for s in family.samples
-            if not s.name.endswith("_created")
-        }
-
-    got, want = scraped(metrics.registry), scraped(reference)
+    families = (
+        "rocketmq_proxy_requests",
+        "rocketmq_proxy_responses",
+        "rocketmq_proxy_request_latency_seconds",
+    )
+    got, want = scrape(metrics.registry, families), scrape(reference, families)
     assert got == pytest.approx(want)
     assert (
         got[("rocketmq_proxy_request_latency_seconds_count", (("code", "SEND_MESSAGE_V2"), ("topic", "B")))]

@@ -13,19 +13,12 @@ from rmqtwin.proxy.session import (
     RewriteHook,
     Send,
 )
-from tests.proxy.frames import json_frame
+from tests.proxy.frames import json_frame, play
 
 C2S = DIR_TO_SERVER
 S2C = DIR_TO_CLIENT
 REQUEST = json_frame(10, 1, ext={"topic": "T"}, body=b"hello")
 ANSWER = json_frame(0, 1, flag=1, ext={"msgId": "X"})
-
-
-def play(session: ProxySession, *steps: tuple[int, bytes]) -> list[Command]:
-    out: list[Command] = []
-    for direction, data in steps:
-        out += session.receive(direction, data)
-    return out
 
 
 def test_without_hooks_bytes_pass_as_they_come_unsplit() -> None:
