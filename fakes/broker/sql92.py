@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import ClassVar
+from typing import ClassVar, ParamSpec, TypeVar
 
 from rmqtwin.codec.fastjson import java_double_str
 
@@ -849,6 +849,20 @@ def _create_not_between(value: Expression, low: Expression, high: Expression) ->
 
 _PARSE_RECURSION_LIMIT = 12_000
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _on_java_stack(run: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    """``run`` with the recursion limit raised to about the depth Java's default stack allows (a
+    RecursionError then stands for Java's StackOverflowError); the limit is restored after."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _PARSE_RECURSION_LIMIT))
+    try:
+        return run(*args, **kwargs)
+    finally:
+        sys.setrecursionlimit(limit)
+
 
 @lru_cache(maxsize=256)
 def compile_selector(text: str, version: int = 5) -> Expression:
@@ -858,35 +872,23 @@ def compile_selector(text: str, version: int = 5) -> Expression:
     parentheses compile as on Java's default stack (300 do there and here; 3000 overflow both; in
     between Java's limit moves with its JIT).
     """
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, _PARSE_RECURSION_LIMIT))
     try:
-        return _Parser(text, version).selector()
+        return _on_java_stack(lambda: _Parser(text, version).selector())
     except RecursionError:
         raise SelectorParseError("java.lang.StackOverflowError") from None
-    finally:
-        sys.setrecursionlimit(limit)
 
 
 def evaluate(expr: Expression, props: Props) -> Value:
     """The Java ``evaluate`` result; raises :class:`SelectorEvalError` where Java throws."""
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, _PARSE_RECURSION_LIMIT))
     try:
-        return expr.evaluate(props)
+        return _on_java_stack(expr.evaluate, props)
     except RecursionError:
         raise SelectorEvalError("java.lang.StackOverflowError") from None
-    finally:
-        sys.setrecursionlimit(limit)
 
 
 def matches(expr: Expression, props: Props) -> bool:
     """What ``ExpressionMessageFilter.isMatchedByCommitLog`` decides: TRUE only, a throw is no match."""
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, _PARSE_RECURSION_LIMIT))
     try:
-        return expr.evaluate(props) is True
+        return _on_java_stack(expr.evaluate, props) is True
     except (SelectorEvalError, RecursionError):  # a throw, or a Java stack overflow
         return False
-    finally:
-        sys.setrecursionlimit(limit)
