@@ -316,33 +316,38 @@ class RocketMQFactory:
         self.running.clear()
 
 
+_SETTINGS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    # NAME: (choices, what it sets, default), as ``--rocketmq-NAME`` and the ini's ``rocketmq_NAME``
+    "mode": (("subprocess", "inprocess"), "how the rocketmq fixture runs the twin", "subprocess"),
+    "version": (("4.9", "5.5"), "the real broker line the twin answers as", "5.5"),
+}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rmqtwin", "rmqtwin RocketMQ twin")
-    group.addoption(
-        "--rocketmq-mode",
-        default=None,
-        choices=("subprocess", "inprocess"),
-        help="how the rocketmq fixture runs the twin (default: subprocess)",
+    for name, (choices, what, default) in _SETTINGS.items():
+        group.addoption(
+            f"--rocketmq-{name}", default=None, choices=choices, help=f"{what} (default: {default})"
+        )
+        parser.addini(f"rocketmq_{name}", what, default=default)
+
+
+def _setting(config: pytest.Config, name: str) -> str:
+    """The command line's ``--rocketmq-NAME``, else the ini's ``rocketmq_NAME``, else its default."""
+    return str(
+        config.getoption(f"--rocketmq-{name}") or config.getini(f"rocketmq_{name}") or _SETTINGS[name][2]
     )
-    parser.addini("rocketmq_mode", "how the rocketmq fixture runs the twin", default="subprocess")
-    group.addoption(
-        "--rocketmq-version",
-        default=None,
-        choices=("4.9", "5.5"),
-        help="the real broker line the twin answers as (default: 5.5)",
-    )
-    parser.addini("rocketmq_version", "the real broker line the twin answers as", default="5.5")
 
 
 @pytest.fixture(scope="session")
 def rocketmq_factory(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RocketMQFactory]:
-    mode = (
-        request.config.getoption("--rocketmq-mode") or request.config.getini("rocketmq_mode") or "subprocess"
+    factory = RocketMQFactory(
+        _setting(request.config, "mode"),
+        str(tmp_path_factory.mktemp("rmqtwin")),
+        _setting(request.config, "version"),
     )
-    version = request.config.getoption("--rocketmq-version") or request.config.getini("rocketmq_version")
-    factory = RocketMQFactory(str(mode), str(tmp_path_factory.mktemp("rmqtwin")), str(version or "5.5"))
     try:
         yield factory
     finally:

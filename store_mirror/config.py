@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import NotRequired, TypedDict
 
 from rmqtwin.codec import fastjson
@@ -314,21 +314,17 @@ class ConsumerOffsetManager(ConfigManager):
     def query_offsets(self, group: str, topic: str) -> dict[int, int]:
         return dict(self.offset_table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {}))
 
-    def which_topic_by_consumer(self, group: str) -> set[str]:
-        out = set()
+    def _topic_groups(self) -> Iterator[tuple[str, str]]:
+        """(topic, group) of each ``topic@group`` key of the offset table."""
         for key in self.offset_table:
-            topic, _, g = key.rpartition(TOPIC_GROUP_SEPARATOR)
-            if g == group:
-                out.add(topic)
-        return out
+            topic, _, group = key.rpartition(TOPIC_GROUP_SEPARATOR)
+            yield topic, group
+
+    def which_topic_by_consumer(self, group: str) -> set[str]:
+        return {t for t, g in self._topic_groups() if g == group}
 
     def which_group_by_topic(self, topic: str) -> set[str]:
-        out = set()
-        for key in self.offset_table:
-            t, _, g = key.rpartition(TOPIC_GROUP_SEPARATOR)
-            if t == topic:
-                out.add(g)
-        return out
+        return {g for t, g in self._topic_groups() if t == topic}
 
     def clean_offset_by_topic(self, topic: str) -> None:
         for key in [k for k in self.offset_table if k.rpartition(TOPIC_GROUP_SEPARATOR)[0] == topic]:

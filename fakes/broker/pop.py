@@ -144,6 +144,15 @@ def java_defaults(header: Any, **defaults: Any) -> None:
             setattr(header, attr, value)
 
 
+def stamp_born_time(request: RemotingCommand, now_ms: Callable[[], int]) -> None:
+    """A POP or NOTIFICATION request without a ``bornTime`` (or with 0) is given the broker's now
+    before its header is decoded."""
+    fields = request.ext_fields if request.ext_fields is not None else {}
+    if fields.get("bornTime") in (None, "0"):
+        fields["bornTime"] = str(now_ms())
+        request.ext_fields = fields
+
+
 def pop_retry_topic(topic: str, group: str) -> str:
     """``KeyBuilder.buildPopRetryTopicV1`` (``enableRetryTopicV2`` is off by default)."""
     return f"{RETRY_GROUP_TOPIC_PREFIX}{group}_{topic}"
@@ -339,10 +348,7 @@ class PopProcessor:
 
     # -- POP_MESSAGE ------------------------------------------------------------------------------
     def pop_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
-        fields = request.ext_fields if request.ext_fields is not None else {}
-        if fields.get("bornTime") in (None, "0"):
-            fields["bornTime"] = str(self.now_ms())
-            request.ext_fields = fields
+        stamp_born_time(request, self.now_ms)
         header = decode_header(request, PopMessageRequestHeader, strict=False)
         java_defaults(
             header, queue_id=0, max_msg_nums=0, invisible_time=0, poll_time=0, born_time=0, init_mode=0

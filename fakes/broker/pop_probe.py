@@ -31,7 +31,7 @@ from rmqtwin.codec.headers import (
     PollingInfoResponseHeader,
     PopMessageResponseHeader,
 )
-from rmqtwin.fakes.broker.pop import PopProcessor, PopRequest, java_defaults
+from rmqtwin.fakes.broker.pop import PopProcessor, PopRequest, java_defaults, stamp_born_time
 from rmqtwin.fakes.broker.topics import is_readable
 from rmqtwin.fakes.dispatch import NOT_SET_REMARK, Channel, decode_header, response
 from rmqtwin.store_mirror.message_store import GetMessageStatus
@@ -117,10 +117,7 @@ class PopProbeProcessor:
 
     # -- NOTIFICATION ------------------------------------------------------------------------------
     def notification(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:
-        fields = request.ext_fields if request.ext_fields is not None else {}
-        if fields.get("bornTime") in (None, "0"):
-            fields["bornTime"] = str(self.now_ms())
-            request.ext_fields = fields
+        stamp_born_time(request, self.now_ms)
         header = decode_header(request, NotificationRequestHeader, strict=False)
         java_defaults(header, queue_id=0, poll_time=0, born_time=0)
         refused = self._broker_unreadable() or self.pop.readable_by(
