@@ -694,7 +694,7 @@ class PlainAclService:
         return self.validator.before_dispatch(channel, request)
 
 
-def broker_cluster_acl_config(acl: PlainAclService | None) -> RemotingCommand | None:
+def broker_cluster_acl_config(acl: PlainAclService | None, *, fastjson2: bool) -> RemotingCommand | None:
     """GET_BROKER_CLUSTER_ACL_CONFIG (54): every account and global white address of the files.
 
     Without ACL the real broker's validator lookup is null and the processor answers nothing."""
@@ -705,4 +705,4 @@ def broker_cluster_acl_config(acl: PlainAclService | None) -> RemotingCommand | 
         global_white_addrs=config.global_white_listing,
         plain_access_configs=[account.listing for account in config.accounts.values()],
     )
-    return response(ext_fields={}, body=body.encode())
+    return response(ext_fields={}, body=body.encode(fastjson2=fastjson2))

@@ -204,19 +204,19 @@ class AdminProcessor:
             table[self._mq(topic, queue_id)] = TopicOffset(
                 min_offset=low, max_offset=high, last_update_timestamp=timestamp
             )
-        return response(body=TopicStatsTable(offset_table=table).encode())
+        return response(body=TopicStatsTable(offset_table=table).encode(fastjson2=self.config.five))
 
     def query_topic_consume_by_who(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         topic = decode_header(request, QueryTopicConsumeByWhoRequestHeader).topic
         groups = set(self.consumers.groups_by_topic(topic))
         groups |= self.offsets.which_group_by_topic(topic)
-        return response(body=GroupList(group_list=sorted(groups)).encode())
+        return response(body=GroupList(group_list=sorted(groups)).encode(fastjson2=self.config.five))
 
     def get_system_topic_list_from_broker(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
         topics = [t for t in self.topics.table if is_system_topic(t)]
-        return response(body=TopicList(topic_list=topics).encode())
+        return response(body=TopicList(topic_list=topics).encode(fastjson2=self.config.five))
 
     # -- groups and clients -------------------------------------------------------------------
     def update_and_create_subscription_group(
@@ -266,7 +266,7 @@ class AdminProcessor:
                     pulled = self.offsets.query_pull_offset(group, name, queue_id)
                     wrapper.pull_offset = max(consumer_offset, pulled)
                 table[self._mq(name, queue_id)] = wrapper
-        return response(body=ConsumeStats(offset_table=table).encode())
+        return response(body=ConsumeStats(offset_table=table).encode(fastjson2=self.config.five))
 
     def _connection(self, info: ClientChannelInfo) -> Connection:
         return Connection(
@@ -296,7 +296,9 @@ class AdminProcessor:
         if channels is None:
             return response(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
         connections = [self._connection(c) for c in channels.values()]
-        return response(body=ProducerConnection(connection_set=connections).encode())
+        return response(
+            body=ProducerConnection(connection_set=connections).encode(fastjson2=self.config.five)
+        )
 
     def get_all_producer_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """``mqadmin producer -b``: every producer channel by group (``ProducerTableInfo``)."""
@@ -399,7 +401,7 @@ class AdminProcessor:
         for level, offset in sorted(self.schedule.offset_table.items()):
             max_offset = _safe(functools.partial(store.get_max_offset_in_queue, SCHEDULE_TOPIC, level - 1), 0)
             table[f"scheduleMessageOffset_{level}"] = f"{offset},{max_offset}"
-        return response(body=KVTable(table=table).encode())
+        return response(body=KVTable(table=table).encode(fastjson2=self.config.five))
 
     def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         text = "".join(f"{k}={v}\n" for k, v in self.config.to_properties().items())

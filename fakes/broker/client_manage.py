@@ -127,7 +127,9 @@ class ClientManageProcessor:
         if group_info is not None:
             ids = group_info.client_ids()
             if ids:
-                body = GetConsumerListByGroupResponseBody(consumer_id_list=ids).encode()
+                body = GetConsumerListByGroupResponseBody(consumer_id_list=ids).encode(
+                    fastjson2=self.config.five
+                )
                 return response(ext_fields=EmptyHeader(), body=body)
         # GetConsumerListByGroupResponseHeader has no fields: Java's answers carry extFields {} either way.
         return response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}", EmptyHeader())
@@ -138,7 +140,7 @@ class ClientManageProcessor:
             str(body.consumer_group), body.mq_set, str(body.client_id), self.clock.seconds()
         )
         answer = LockBatchResponseBody(lock_okmq_set=locked)
-        return response(body=answer.encode())
+        return response(body=answer.encode(fastjson2=self.config.five))
 
     def unlock_batch_mq(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         body = UnlockBatchRequestBody.decode(request.body or b"{}")

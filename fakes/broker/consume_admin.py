@@ -82,7 +82,7 @@ class ConsumeAdminProcessor:
         wrapper = ConsumerOffsetSerializeWrapper(
             offset_table=self.offsets.offset_table, data_version=self._data_version()
         )
-        return response(body=wrapper.encode())
+        return response(body=wrapper.encode(fastjson2=self.config.five))
 
     def get_all_delay_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """The ``delayOffset.json`` content."""
@@ -121,7 +121,9 @@ class ConsumeAdminProcessor:
                     delay_time=delay,
                 )
             )
-        return response(body=QueryConsumeTimeSpanBody(consume_time_span_set=spans).encode())
+        return response(
+            body=QueryConsumeTimeSpanBody(consume_time_span_set=spans).encode(fastjson2=self.config.five)
+        )
 
     def query_correction_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """``queryMinOffsetInAllGroup`` (the groups in ``filterGroups`` left out), then any queue the compare
@@ -145,7 +147,9 @@ class ConsumeAdminProcessor:
             if queue_id in lowest:
                 lowest[queue_id] = LONG_MAX if lowest[queue_id] > offset else lowest[queue_id]
         return response(
-            body=QueryCorrectionOffsetBody(correction_offsets=dict(sorted(lowest.items()))).encode()
+            body=QueryCorrectionOffsetBody(correction_offsets=dict(sorted(lowest.items()))).encode(
+                fastjson2=self.config.five
+            )
         )
 
     def get_broker_consume_stats(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -198,7 +202,7 @@ class ConsumeAdminProcessor:
                 ResponseCode.SYSTEM_ERROR,
                 f"The stats <{_java_str(header.stats_name)}> <{_java_str(header.stats_key)}> not exist",
             )
-        return response(body=data.encode())
+        return response(body=data.encode(fastjson2=self.config.five))
 
     def query_consume_queue(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """``mqadmin queryCq``: ``count`` consume-queue entries from ``index`` (within the file holding it),
@@ -231,7 +235,7 @@ class ConsumeAdminProcessor:
             offset, size, tags_code = entry
             entries.append(ConsumeQueueData(physic_offset=offset, physic_size=size, tags_code=tags_code))
         body.queue_data = entries
-        return response(body=body.encode())
+        return response(body=body.encode(fastjson2=self.config.five))
 
     # -- maintenance ------------------------------------------------------------------------------
     def clean_unused_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:

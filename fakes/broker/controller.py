@@ -359,7 +359,9 @@ class BrokerController:
             RequestCode.QUERY_TOPICS_BY_CONSUMER: self.group_admin.query_topics_by_consumer,
             RequestCode.QUERY_SUBSCRIPTION_BY_CONSUMER: self.group_admin.query_subscription_by_consumer,
             RequestCode.UPDATE_AND_GET_GROUP_FORBIDDEN: self.group_admin.update_and_get_group_forbidden,
-            RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: lambda _, __: broker_cluster_acl_config(self.acl),
+            RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: lambda _, __: broker_cluster_acl_config(
+                self.acl, fastjson2=self.config.five
+            ),
         }
         if self.config.slave and not self.config.five:
             # 4.9.7 AdminBrokerProcessor.validateSlave: topics and groups change on the master only (the

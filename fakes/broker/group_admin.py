@@ -106,7 +106,9 @@ class GroupAdminProcessor:
         else:
             topics = sorted(self.offsets.which_topic_by_consumer(group))
         addr = f"{self.config.broker_ip1}:{self.config.listen_port}"
-        return response(body=TopicList(topic_list=topics, broker_addr=addr).encode())
+        return response(
+            body=TopicList(topic_list=topics, broker_addr=addr).encode(fastjson2=self.config.five)
+        )
 
     def query_subscription_by_consumer(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         refused = self._not_supported(request)
@@ -120,7 +122,7 @@ class GroupAdminProcessor:
             topic=header.topic,
             subscription_data=found,
         )
-        return response(body=body.encode())
+        return response(body=body.encode(fastjson2=self.config.five))
 
     def update_and_get_group_forbidden(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         refused = self._not_supported(request)
@@ -135,10 +137,10 @@ class GroupAdminProcessor:
             if group in groups.forbidden_table:
                 require_key(topic, "topic")
             body = GroupForbidden(group=group, readable=True)
-            return response(remark="", body=body.encode())
+            return response(remark="", body=body.encode(fastjson2=self.config.five))
         if header.readable is not None:
             groups.update_forbidden(group, topic, INDEX_PERM_READ, not header.readable)
             groups.on_change()
         readable = not groups.get_forbidden(group, topic, INDEX_PERM_READ)
         body = GroupForbidden(group=group, topic=topic, readable=readable)
-        return response(remark="", body=body.encode())
+        return response(remark="", body=body.encode(fastjson2=self.config.five))

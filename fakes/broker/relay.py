@@ -168,7 +168,9 @@ class ClientRelayProcessor:
             return d.addCallbacks(answered, lambda _: None)
 
         def done(_: Any) -> RemotingCommand:
-            return response(body=GetConsumerStatusBody(consumer_table=table).encode())
+            return response(
+                body=GetConsumerStatusBody(consumer_table=table).encode(fastjson2=self.config.five)
+            )
 
         asked = [ask_one(m) for m in members if getattr(m.channel, "is_active", False)]
         return gatherResults(asked).addCallback(done) if asked else succeed(None).addCallback(done)
@@ -206,7 +208,7 @@ class ClientRelayProcessor:
                 f"Consumer not online, so can not reset offset, Group: {group} Topic: {topic} "
                 f"Timestamp: {timestamp}",
             )
-        body = ResetOffsetBody(offset_table=table).encode()
+        body = ResetOffsetBody(offset_table=table).encode(fastjson2=self.config.five)
         tell = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, is_force=False)
         for member in info.channels.values():
             member.channel.send_oneway(
@@ -247,7 +249,7 @@ class ClientRelayProcessor:
         for index, target in targets.items():
             self.offsets.assign_reset_offset(topic, group, index, target)
         body = ResetOffsetBody(offset_table={self._mq(topic, q): o for q, o in targets.items()})
-        return response(body=body.encode())
+        return response(body=body.encode(fastjson2=self.config.five))
 
     def _offset_for(self, topic: str, queue_id: int, timestamp: int, *, clamp: bool = True) -> int:
         store = self.store

@@ -205,7 +205,7 @@ class NamesrvProcessor:
         namespace = decode_header(request, GetKVListByNamespaceRequestHeader).namespace
         table = self.kv.namespace(namespace)
         if table is not None:
-            return response(body=KVTable(table=table).encode())
+            return response(body=KVTable(table=table).encode(fastjson2=self.five))
         return response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace}")
 
     # -- brokers ------------------------------------------------------------------------------
@@ -244,7 +244,7 @@ class NamesrvProcessor:
             ext_fields=RegisterBrokerResponseHeader(
                 ha_server_addr=result.ha_server_addr, master_addr=result.master_addr
             ),
-            body=KVTable(table=order_conf).encode() if order_conf else None,
+            body=KVTable(table=order_conf).encode(fastjson2=self.five) if order_conf else None,
         )
 
     def unregister_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -263,7 +263,7 @@ class NamesrvProcessor:
             live.last_update = self.clock()
         return response(
             ext_fields=QueryDataVersionResponseHeader(changed=changed),
-            body=live.data_version.encode() if live is not None else None,
+            body=live.data_version.encode(fastjson2=self.five) if live is not None else None,
         )
 
     # -- routes -------------------------------------------------------------------------------
@@ -283,31 +283,39 @@ class NamesrvProcessor:
             if order_conf is not None:
                 route.order_topic_conf = order_conf
         standard = route_standard_json(request.version, header.accept_standard_json_only)
-        return response(body=route.encode(standard_json=standard))
+        return response(body=route.encode(standard_json=standard, fastjson2=self.five))
 
     def get_broker_cluster_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        return response(body=self.routes.cluster_info().encode())
+        return response(body=self.routes.cluster_info().encode(fastjson2=self.five))
 
     def get_all_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        return response(body=TopicList(topic_list=self.routes.all_topics()).encode())
+        return response(body=TopicList(topic_list=self.routes.all_topics()).encode(fastjson2=self.five))
 
     def get_topics_by_cluster(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         cluster = decode_header(request, GetTopicsByClusterRequestHeader).cluster
-        return response(body=TopicList(topic_list=self.routes.topics_by_cluster(cluster)).encode())
+        return response(
+            body=TopicList(topic_list=self.routes.topics_by_cluster(cluster)).encode(fastjson2=self.five)
+        )
 
     def get_unit_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        return response(body=TopicList(topic_list=self.routes.topics_by_sys_flag(True, False)).encode())
+        return response(
+            body=TopicList(topic_list=self.routes.topics_by_sys_flag(True, False)).encode(fastjson2=self.five)
+        )
 
     def get_has_unit_sub_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        return response(body=TopicList(topic_list=self.routes.topics_by_sys_flag(None, True)).encode())
+        return response(
+            body=TopicList(topic_list=self.routes.topics_by_sys_flag(None, True)).encode(fastjson2=self.five)
+        )
 
     def get_has_unit_sub_ununit_topic_list(
         self, channel: Channel, request: RemotingCommand
     ) -> RemotingCommand:
-        return response(body=TopicList(topic_list=self.routes.topics_by_sys_flag(False, True)).encode())
+        return response(
+            body=TopicList(topic_list=self.routes.topics_by_sys_flag(False, True)).encode(fastjson2=self.five)
+        )
 
     def get_system_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        return response(body=self.routes.system_topics().encode())
+        return response(body=self.routes.system_topics().encode(fastjson2=self.five))
 
     def delete_topic_in_namesrv(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(request, DeleteTopicFromNamesrvRequestHeader)
