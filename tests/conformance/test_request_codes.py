@@ -11,24 +11,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from twisted.internet.task import Clock
 
 from rmqtwin.codec.codes import CURRENT_VERSION_4, CURRENT_VERSION_5, RequestCode
 from rmqtwin.conformance.coverage import OUT_OF_SCOPE
 from rmqtwin.conformance.request_codes import load_real, not_supported_remark
 from rmqtwin.fakes.namesrv.controller import NamesrvController
-from tests.fakes.helpers import Peer, make_broker
+from tests.fakes.helpers import Peer, clocked_broker
 
 
 @pytest.mark.parametrize("line", ["4.9", "5"])
 def test_unserved_codes_answer_as_real_and_served_ones_are_accounted_for(line: str, tmp_path: Any) -> None:
-    clock = Clock()
-    clock.advance(1_700_000_000)
-    broker = make_broker(tmp_path, clock, rocketmq_version="4.9" if line == "4.9" else "5.5")
-    namesrv = NamesrvController(clock, five=line == "5")
-    version = CURRENT_VERSION_4 if line == "4.9" else CURRENT_VERSION_5
-    real = load_real(line)
-    try:
+    with clocked_broker(tmp_path, rocketmq_version="4.9" if line == "4.9" else "5.5") as (broker, clock):
+        namesrv = NamesrvController(clock, five=line == "5")
+        version = CURRENT_VERSION_4 if line == "4.9" else CURRENT_VERSION_5
+        real = load_real(line)
         for server, dispatcher in (("broker", broker.dispatcher), ("namesrv", namesrv.dispatcher)):
             for code, answer in real[server].items():
                 if answer.verdict == "handled":
@@ -46,8 +42,6 @@ def test_unserved_codes_answer_as_real_and_served_ones_are_accounted_for(line: s
                     assert got == [], (server, code, got)
                 else:
                     assert got == [(3, not_supported_remark(code))], (server, code, got)
-    finally:
-        broker.shutdown()
 
 
 NOT_MODELLED_YET: set[int] = set()

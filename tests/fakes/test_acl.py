@@ -24,7 +24,7 @@ from rmqtwin.fakes.broker.acl import (
 )
 from rmqtwin.fakes.broker.controller import BrokerController
 from rmqtwin.fakes.namesrv.controller import NamesrvController
-from tests.fakes.helpers import Peer, make_broker
+from tests.fakes.helpers import Peer, clocked_broker, make_broker
 
 
 def test_signature_matches_the_java_acl_client_rpc_hook() -> None:
@@ -200,11 +200,8 @@ def acl_broker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     (home / "conf").mkdir(parents=True)
     (home / "conf" / "plain_acl.yml").write_text(ACL_YML)
     monkeypatch.setenv("ROCKETMQ_HOME", str(home))
-    clock = Clock()
-    clock.advance(1_700_000_000)
-    broker = make_broker(tmp_path, clock, aclEnable="true")
-    yield broker, clock, home
-    broker.shutdown()
+    with clocked_broker(tmp_path, aclEnable="true") as (broker, clock):
+        yield broker, clock, home
 
 
 def _send_fields(topic: str) -> dict[str, Any]:

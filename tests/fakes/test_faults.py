@@ -7,7 +7,6 @@ import socket
 from typing import Any
 
 import pytest
-from twisted.internet.task import Clock
 
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.errors import MessageDecodeError
@@ -15,18 +14,15 @@ from rmqtwin.codec.message import decode_message_records
 from rmqtwin.fakes.faults import install_faults
 from rmqtwin.fakes.pytest_plugin import RunningTwin
 from rmqtwin.proxy.faults import FaultEngine
-from tests.fakes.helpers import Peer, call, heartbeat, make_broker, pull_header, send_v2
+from tests.fakes.helpers import Peer, call, clocked_broker, heartbeat, pull_header, send_v2
 
 
 @pytest.fixture
 def env(tmp_path: Any) -> Any:
-    clock = Clock()
-    clock.advance(1_700_000_000)
-    broker = make_broker(tmp_path, clock)
-    engine = FaultEngine(clock=clock.seconds)
-    install_faults(engine, broker.dispatcher, clock, broker.config.broker_addr)
-    yield Peer(broker.dispatcher, clock, on_close=broker.channel_closed), engine, clock
-    broker.shutdown()
+    with clocked_broker(tmp_path) as (broker, clock):
+        engine = FaultEngine(clock=clock.seconds)
+        install_faults(engine, broker.dispatcher, clock, broker.config.broker_addr)
+        yield Peer(broker.dispatcher, clock, on_close=broker.channel_closed), engine, clock
 
 
 def test_twin_answers_busy_in_its_handlers_place_then_stores_again(env: Any) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from twisted.internet.address import IPv4Address
-from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 
 from rmqtwin.codec.codes import RequestCode
@@ -13,15 +12,12 @@ from rmqtwin.codec.command import create_request
 from rmqtwin.codec.connection import RemotingConnection
 from rmqtwin.fakes.metrics import TwinMetrics
 from rmqtwin.fakes.server import RemotingServerFactory
-from tests.fakes.helpers import Peer, heartbeat, make_broker, send_v2
+from tests.fakes.helpers import Peer, clocked_broker, heartbeat, send_v2
 from tests.helpers import scrape
 
 
 def test_twin_counts_requests_answers_offsets_and_lag(tmp_path: Any) -> None:
-    clock = Clock()
-    clock.advance(1_700_000_000)
-    broker = make_broker(tmp_path, clock)
-    try:
+    with clocked_broker(tmp_path) as (broker, clock):
         metrics = TwinMetrics(lambda: broker)
         metrics.watch(broker.dispatcher)
         peer = Peer(broker.dispatcher, clock, on_close=broker.channel_closed)
@@ -52,15 +48,10 @@ def test_twin_counts_requests_answers_offsets_and_lag(tmp_path: Any) -> None:
         assert (
             got[("rocketmq_twin_consumer_lag", (("group", "CG"), ("queue", "0"), ("topic", "Orders")))] == 2
         )
-    finally:
-        broker.shutdown()
 
 
 def test_twin_counts_connections_bytes_and_flush_latency(tmp_path: Any) -> None:
-    clock = Clock()
-    clock.advance(1_700_000_000)
-    broker = make_broker(tmp_path, clock)
-    try:
+    with clocked_broker(tmp_path) as (broker, clock):
         metrics = TwinMetrics(lambda: broker)
         factory = RemotingServerFactory(broker.dispatcher, clock)
         metrics.watch_server("broker", factory)
@@ -96,5 +87,3 @@ def test_twin_counts_connections_bytes_and_flush_latency(tmp_path: Any) -> None:
         assert flushed == flushes_before + 1
         assert got[("rocketmq_twin_flush_latency_seconds_bucket", (("le", "+Inf"),))] == flushed
         assert got[("rocketmq_twin_flush_latency_seconds_sum", ())] > 0
-    finally:
-        broker.shutdown()

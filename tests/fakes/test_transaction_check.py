@@ -350,10 +350,8 @@ def test_op_messages_are_written_in_batches_on_the_5_x_line(tmp_path: Any, versi
     """5.5.0's ``TransactionalOpBatchService``: ended half offsets wait (``<offset>,`` each) for one op
     message per half queue, written once ``transactionOpBatchInterval`` (3 s) has passed since the
     queue's last one; 4.9.7 writes each at once (the offset alone)."""
-    clock = Clock()
-    clock.advance(1_700_000_000)
-    broker = make_broker(tmp_path, clock, rocketmq_version=version, transactionCheckInterval="3600000")
-    try:
+    hourly_checks = {"transactionCheckInterval": "3600000"}
+    with clocked_broker(tmp_path, rocketmq_version=version, **hourly_checks) as (broker, clock):
         p = producer(broker, clock)
         for uniq in ("U0", "U1"):
             send_half(p, b"x", uniq)
@@ -383,8 +381,6 @@ def test_op_messages_are_written_in_batches_on_the_5_x_line(tmp_path: Any, versi
         assert _op_bodies(broker) == [b"0,1,"]
         clock.advance(0.2)
         assert _op_bodies(broker) == [b"0,1,", b"2,"]
-    finally:
-        broker.shutdown()
 
 
 def test_a_check_racing_the_op_batch_asks_about_an_ended_message(env: Any) -> None:
