@@ -237,16 +237,29 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class VersionedConfigManager(ConfigManager):
+    """A table with a ``dataVersion`` (topics, subscription groups), which every change moves on."""
+
+    def __init__(self, config_file_path: str) -> None:
+        super().__init__(config_file_path)
+        self.data_version = DataVersion(timestamp=_now_ms())
+
+    def _changed(self, persist: bool) -> None:
+        """The next data version; then the file too, unless the caller persists later itself."""
+        self.data_version.next_version(_now_ms())
+        if persist:
+            self.persist()
+
+
 # ---------------------------------------------------------------------------------------------- topics
 
 
-class TopicConfigManager(ConfigManager):
+class TopicConfigManager(VersionedConfigManager):
     """``config/topics.json``: ``{"dataVersion":…,"topicConfigTable":{name: TopicConfig}}``."""
 
     def __init__(self, store_dir: str) -> None:
         super().__init__(os.path.join(store_dir, "config", "topics.json"))
         self.topic_config_table: dict[str, TopicConfig] = {}
-        self.data_version = DataVersion(timestamp=_now_ms())
 
     def encode(self) -> TopicsJson:
         return {
@@ -268,16 +281,12 @@ class TopicConfigManager(ConfigManager):
 
     def update_topic_config(self, tc: TopicConfig, persist: bool = True) -> None:
         self.topic_config_table[tc.topic_name] = tc
-        self.data_version.next_version(_now_ms())
-        if persist:
-            self.persist()
+        self._changed(persist)
 
     def delete_topic_config(self, topic: str, persist: bool = True) -> bool:
         if self.topic_config_table.pop(topic, None) is None:
             return False
-        self.data_version.next_version(_now_ms())
-        if persist:
-            self.persist()
+        self._changed(persist)
         return True
 
 
@@ -392,7 +401,7 @@ BUILT_IN_GROUPS = (
 )
 
 
-class SubscriptionGroupManager(ConfigManager):
+class SubscriptionGroupManager(VersionedConfigManager):
     """``config/subscriptionGroup.json``: ``{"dataVersion":…,"subscriptionGroupTable":{group: config}}``."""
 
     def __init__(self, store_dir: str, built_ins: bool = True) -> None:
@@ -400,7 +409,6 @@ class SubscriptionGroupManager(ConfigManager):
         self.subscription_group_table: dict[str, SubscriptionGroupConfig] = {}
         self.forbidden_table: dict[str, dict[str, int]] = {}
         """5.x: group → topic → forbidden permission bits (``PermName.INDEX_PERM_*``)."""
-        self.data_version = DataVersion(timestamp=_now_ms())
         if built_ins:
             for name in BUILT_IN_GROUPS:
                 self.subscription_group_table[name] = SubscriptionGroupConfig(group_name=name)
@@ -436,13 +444,11 @@ class SubscriptionGroupManager(ConfigManager):
             self.forbidden_table.pop(group, None)
             return
         self.forbidden_table.setdefault(group, {})[topic] = value
-        self.data_version.next_version(_now_ms())
+        self._changed(persist=False)
 
     def update_subscription_group_config(self, cfg: SubscriptionGroupConfig, persist: bool = True) -> None:
         self.subscription_group_table[cfg.group_name] = cfg
-        self.data_version.next_version(_now_ms())
-        if persist:
-            self.persist()
+        self._changed(persist)
 
     def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         return self.subscription_group_table.get(group)
@@ -451,7 +457,5 @@ class SubscriptionGroupManager(ConfigManager):
         self.forbidden_table.pop(group, None)
         if self.subscription_group_table.pop(group, None) is None:
             return False
-        self.data_version.next_version(_now_ms())
-        if persist:
-            self.persist()
+        self._changed(persist)
         return True
