@@ -193,7 +193,8 @@ class ConfigManager:
     def decode(self, obj: JsonObject) -> None:
         raise NotImplementedError
 
-    def _decode_text(self, text: str) -> None:
+    def decode_text(self, text: str) -> None:
+        """The table from JSON text, as the file holds it and as a master sends it to its slaves."""
         obj = fastjson.loads(text)
         if not isinstance(obj, dict):
             raise fastjson.FastjsonError(f"{self.config_file_path}: not a JSON object")
@@ -203,7 +204,7 @@ class ConfigManager:
         text = file_to_string(self.config_file_path)
         if text:
             try:
-                self._decode_text(text)
+                self.decode_text(text)
                 return True
             except Exception as exc:  # any parse failure means: try the backup, as Java does
                 log.warning("load %s failed (%s), trying .bak", self.config_file_path, exc)
@@ -214,7 +215,7 @@ class ConfigManager:
         if not text:
             return True
         try:
-            self._decode_text(text)
+            self.decode_text(text)
         except Exception as exc:
             log.error("load %s.bak failed: %s", self.config_file_path, exc)
             return False

@@ -39,7 +39,7 @@ from rmqtwin.fakes.broker.relay import ClientRelayProcessor
 from rmqtwin.fakes.broker.reply import ReplyProcessor
 from rmqtwin.fakes.broker.schedule import TICK_SECONDS, Reput, ScheduleMessageService
 from rmqtwin.fakes.broker.send import SendProcessor
-from rmqtwin.fakes.broker.slave_sync import SlaveSynchronize
+from rmqtwin.fakes.broker.slave_sync import SlaveSynchronize, SyncedTable
 from rmqtwin.fakes.broker.stats import BrokerStats
 from rmqtwin.fakes.broker.timer import TimerMessageService
 from rmqtwin.fakes.broker.topics import TopicTable
@@ -248,7 +248,22 @@ class BrokerController:
         self.ha_client = (
             HAClient(self.store, config, reactor) if config.slave and reactor is not None else None
         )
-        self.slave_sync = SlaveSynchronize(self) if config.slave and self.namesrv is not None else None
+        self.slave_sync = (
+            SlaveSynchronize(
+                clock,
+                self.namesrv.invoke_broker,
+                [
+                    SyncedTable(
+                        RequestCode.GET_ALL_TOPIC_CONFIG, self.topics, self.topics.topic_config_table.clear
+                    ),
+                    SyncedTable(RequestCode.GET_ALL_CONSUMER_OFFSET, self.offsets),
+                    SyncedTable(RequestCode.GET_ALL_DELAY_OFFSET, self.schedule),
+                    SyncedTable(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, self.groups),
+                ],
+            )
+            if config.slave and self.namesrv is not None
+            else None
+        )
         self._loops: list[LoopingCall] = []
         self._slave_sync_start: IDelayedCall | None = None
         self._started = False
