@@ -7,6 +7,7 @@ in-process name server or with a real one (``--namesrv-addr``).
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import ssl
@@ -15,7 +16,7 @@ from twisted.internet.endpoints import SSL4ClientEndpoint, TCP4ClientEndpoint, c
 from twisted.internet.interfaces import IStreamClientEndpoint
 from twisted.logger import Logger
 
-from rmqtwin.codec.bodies import RegisterBrokerBody
+from rmqtwin.codec.bodies import RegisterBrokerBody, TopicConfigSerializeWrapper
 from rmqtwin.codec.codes import RequestCode, ResponseCode
 from rmqtwin.codec.headers import (
     CommandCustomHeader,
@@ -29,15 +30,26 @@ from rmqtwin.fakes.server import RemotingProtocol
 
 if TYPE_CHECKING:
     from rmqtwin.codec.command import RemotingCommand
-    from rmqtwin.fakes.broker.controller import BrokerController
+    from rmqtwin.fakes.config import BrokerConfig
 
 log = Logger()
 
 
 class NamesrvClient:
-    def __init__(self, broker: BrokerController, reactor: Any) -> None:
-        self.broker = broker
+    """``BrokerOuterAPI``: registers the broker's ``topics()`` as ``config`` names it, and hands a
+    slave's master addresses from REGISTER_BROKER's answer to ``on_register_result``."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        reactor: Any,
+        topics: Callable[[], TopicConfigSerializeWrapper],
+        on_register_result: Callable[[str | None, str | None], None],
+    ) -> None:
+        self.config = config
         self.reactor = reactor
+        self.topics = topics
+        self.on_register_result = on_register_result
         self.connections: dict[str, RemotingProtocol] = {}
         self.use_tls = False
         """Speak TLS to the name servers (the broker's ``tls.enable``), trusting any certificate as
@@ -57,7 +69,7 @@ class NamesrvClient:
         proto = RemotingProtocol(
             None,
             self.reactor,
-            version=self.broker.config.server_version,
+            version=self.config.server_version,
             on_close=lambda p: self._closed(addr, p),
         )
         d: Deferred[RemotingProtocol] = connectProtocol(endpoint, proto)
@@ -74,13 +86,11 @@ class NamesrvClient:
 
     def register_all(self) -> Deferred[Any]:
         """REGISTER_BROKER to every name server: the topic table as an uncompressed RegisterBrokerBody."""
-        c = self.broker.config
+        c = self.config
         addrs = c.namesrv_addrs
         if not addrs:
             return succeed(None)
-        body = RegisterBrokerBody(
-            topic_config_serialize_wrapper=self.broker.topics.serialize_wrapper()
-        ).encode()
+        body = RegisterBrokerBody(topic_config_serialize_wrapper=self.topics()).encode(fastjson2=c.five)
         header = RegisterBrokerRequestHeader(
             broker_name=c.broker_name,
             broker_addr=c.broker_addr,
@@ -100,7 +110,7 @@ class NamesrvClient:
         """``RegisterBrokerResult``: a slave's master HA and remoting addresses."""
         if resp is not None and resp.code == ResponseCode.SUCCESS:
             result = from_ext_fields(RegisterBrokerResponseHeader, resp.ext_fields, strict=False)
-            self.broker.on_register_result(result.ha_server_addr, result.master_addr)
+            self.on_register_result(result.ha_server_addr, result.master_addr)
         return resp
 
     def invoke_broker(self, addr: str, code: int) -> Deferred[RemotingCommand | None]:
@@ -109,7 +119,7 @@ class NamesrvClient:
         return self._call(addr, code, None, None)
 
     def unregister_all(self) -> Deferred[Any]:
-        c = self.broker.config
+        c = self.config
         addrs = c.namesrv_addrs
         if not addrs:
             return succeed(None)
@@ -131,7 +141,7 @@ class NamesrvClient:
     def _call(
         self, addr: str, code: int, header: CommandCustomHeader | None, body: bytes | None
     ) -> Deferred[Any]:
-        timeout = self.broker.config.register_broker_timeout_mills / 1000.0
+        timeout = self.config.register_broker_timeout_mills / 1000.0
 
         def send(proto: RemotingProtocol) -> Deferred[Any]:
             return proto.invoke(request_command(code, header, body), timeout)

@@ -241,7 +241,11 @@ class BrokerController:
         self.reply = ReplyProcessor(send=self.send, producers=self.producers)
         self.dispatcher = self._build_dispatcher()
         self.acl = self._enable_acl() if config.acl_enable else None
-        self.namesrv = NamesrvClient(self, reactor) if reactor is not None else None
+        self.namesrv = (
+            NamesrvClient(config, reactor, self.topics.serialize_wrapper, self.on_register_result)
+            if reactor is not None
+            else None
+        )
         self.ha_service = HAService(self.store, config, clock)
         """The HA port's side (every role listens, as Java's AcceptSocketService); bound by whoever
         runs the broker."""
