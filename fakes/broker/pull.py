@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 
+from rmqtwin.codec.bodies import SubscriptionData
 from rmqtwin.codec.codes import ResponseCode
 from rmqtwin.codec.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rmqtwin.fakes.broker.filter import FilterError, build_subscription_data, message_filter_for
@@ -30,7 +31,7 @@ from rmqtwin.fakes.dispatch import (
 from rmqtwin.store_mirror.message_store import GetMessageStatus
 
 if TYPE_CHECKING:
-    from rmqtwin.codec.bodies import SubscriptionGroupConfig
+    from rmqtwin.codec.bodies import SubscriptionGroupConfig, TopicConfig
     from rmqtwin.codec.command import RemotingCommand
     from rmqtwin.fakes.broker.clients import ConsumerManager
     from rmqtwin.fakes.broker.groups import SubscriptionGroupTable
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from rmqtwin.fakes.broker.stats import BrokerStats
     from rmqtwin.fakes.broker.topics import TopicTable
     from rmqtwin.fakes.config import BrokerConfig
-    from rmqtwin.store_mirror.message_store import MessageStore
+    from rmqtwin.store_mirror.message_store import GetMessageResult, MessageStore
 
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
@@ -171,6 +172,102 @@ class PullProcessor:
             return group_config.which_broker_when_consume_slowly
         return MASTER_ID if config.five and config.slave else group_config.broker_id
 
+    def _subscription(
+        self,
+        header: PullMessageRequestHeader,
+        group: str,
+        group_config: SubscriptionGroupConfig,
+        topic: str,
+        *,
+        from_request: bool,
+    ) -> SubscriptionData | RemotingCommand:
+        """What the pull filters by: the subscription the request carries (FLAG_SUBSCRIPTION), else the
+        one the group registered by heartbeat; or the answer refusing the pull."""
+        if from_request:
+            try:
+                return build_subscription_data(topic, header.subscription, header.expression_type or "TAG")
+            except Exception:
+                return response(
+                    ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
+                )
+        group_info = self.consumers.groups.get(group)
+        if group_info is None:
+            return response(
+                ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                f"the consumer's group info not exist{suggest_todo(self.config.five)}",
+            )
+        if not group_config.consume_broadcast_enable and group_info.message_model == "BROADCASTING":
+            return response(
+                ResponseCode.NO_PERMISSION,
+                f"the consumer group[{group}] can not consume by broadcast way",
+            )
+        if self.config.five and self.groups.get_forbidden(group, topic, INDEX_PERM_READ):
+            # 5.x ``updateGroupForbidden`` (UPDATE_AND_GET_GROUP_FORBIDDEN): reads refused.
+            return response(
+                ResponseCode.NO_PERMISSION,
+                f"the consumer group[{group}] is forbidden for topic[{topic}]",
+                {"forbiddenType": SUBSCRIPTION_FORBIDDEN},
+            )
+        found = group_info.subscriptions.get(topic)
+        if found is None:
+            return response(
+                ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                f"the consumer's subscription not exist{suggest_todo(self.config.five)}",
+            )
+        if found.sub_version < require(header.sub_version, "subVersion"):
+            return response(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
+        return found
+
+    def _server_side_reset(self, topic: str, group: str, queue_id: int) -> RemotingCommand | None:
+        """5.x useServerSideResetOffset: a queue reset by INVOKE_BROKER_TO_RESET_OFFSET moves the client's
+        pull offset there (OFFSET_RESET answered as PULL_OFFSET_MOVED); None when it was not reset."""
+        reset = self.offsets.query_then_erase_reset_offset(topic, group, queue_id)
+        if reset is None:
+            return None
+        moved = PullMessageResponseHeader(
+            suggest_which_broker_id=0,
+            next_begin_offset=reset,
+            min_offset=self.store.get_min_offset_in_queue(topic, queue_id),
+            max_offset=self.store.get_max_offset_in_queue(topic, queue_id),
+        )
+        return response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", moved)
+
+    def _answer_header(
+        self, result: GetMessageResult, group_config: SubscriptionGroupConfig, topic_config: TopicConfig
+    ) -> PullMessageResponseHeader:
+        header = PullMessageResponseHeader(
+            suggest_which_broker_id=self._suggest_which_broker_id(
+                group_config, result.suggest_pulling_from_slave
+            ),
+            next_begin_offset=result.next_begin_offset,
+            min_offset=result.min_offset,
+            max_offset=result.max_offset,
+        )
+        if self.config.five:  # composeResponseHeader (5.x) reports both flags on every store answer
+            header.topic_sys_flag = topic_config.topic_sys_flag
+            header.group_sys_flag = group_config.group_sys_flag or 0
+        return header
+
+    def _suspend(  # noqa: PLR0917 - the held pull's place and its deadline
+        self,
+        channel: Channel,
+        request: RemotingCommand,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        suspend_millis: int,
+    ) -> None:
+        """Hold a pull that found nothing until a message arrives or it times out (long polling; the
+        short polling time without it)."""
+        timeout = suspend_millis if self.config.long_polling_enable else self.config.short_polling_time_mills
+        pull = PullRequest(
+            request=request,
+            channel=channel,
+            pull_from_offset=queue_offset,
+            deadline=self.clock.seconds() + timeout / 1000.0,
+        )
+        self.hold.suspend(topic, queue_id, pull)
+
     def execute_when_wakeup(self, pull: PullRequest) -> None:
         if not pull.channel.is_active:
             return
@@ -217,45 +314,9 @@ class PullProcessor:
                 f"[{topic_config.read_queue_nums}] consumer:[{consumer}]",
             )
 
-        if has_subscription:
-            try:
-                subscription = build_subscription_data(
-                    topic, header.subscription, header.expression_type or "TAG"
-                )
-            except Exception:
-                return response(
-                    ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
-                )
-        else:
-            group_info = self.consumers.groups.get(group)
-            if group_info is None:
-                return response(
-                    ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                    f"the consumer's group info not exist{suggest_todo(self.config.five)}",
-                )
-            if not group_config.consume_broadcast_enable and group_info.message_model == "BROADCASTING":
-                return response(
-                    ResponseCode.NO_PERMISSION,
-                    f"the consumer group[{group}] can not consume by broadcast way",
-                )
-            if self.config.five and self.groups.get_forbidden(group, topic, INDEX_PERM_READ):
-                # 5.x ``updateGroupForbidden`` (UPDATE_AND_GET_GROUP_FORBIDDEN): reads refused.
-                return response(
-                    ResponseCode.NO_PERMISSION,
-                    f"the consumer group[{group}] is forbidden for topic[{topic}]",
-                    {"forbiddenType": SUBSCRIPTION_FORBIDDEN},
-                )
-            found = group_info.subscriptions.get(topic)
-            if found is None:
-                return response(
-                    ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                    f"the consumer's subscription not exist{suggest_todo(self.config.five)}",
-                )
-            if found.sub_version < require(header.sub_version, "subVersion"):
-                return response(
-                    ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
-                )
-            subscription = found
+        subscription = self._subscription(header, group, group_config, topic, from_request=has_subscription)
+        if not isinstance(subscription, SubscriptionData):
+            return subscription  # the pull refused
         try:
             message_filter = message_filter_for(
                 subscription,
@@ -275,58 +336,30 @@ class PullProcessor:
         queue_offset = require(header.queue_offset, "queueOffset")
         max_msg_nums = require(header.max_msg_nums, "maxMsgNums")
         if self.config.five:
-            reset = self.offsets.query_then_erase_reset_offset(topic, group, queue_id)
-            if reset is not None:
-                # 5.x useServerSideResetOffset: the queue was reset (INVOKE_BROKER_TO_RESET_OFFSET); the
-                # client moves its pull offset there (OFFSET_RESET answered as PULL_OFFSET_MOVED).
-                moved = PullMessageResponseHeader(
-                    suggest_which_broker_id=0,
-                    next_begin_offset=reset,
-                    min_offset=self.store.get_min_offset_in_queue(topic, queue_id),
-                    max_offset=self.store.get_max_offset_in_queue(topic, queue_id),
-                )
-                return response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", moved)
+            moved = self._server_side_reset(topic, group, queue_id)
+            if moved is not None:
+                return moved
         store_offset = allow_suspend and has_commit and self.config.broker_role != "SLAVE"
         commit_offset = require(header.commit_offset, "commitOffset") if store_offset else 0
         result = self.store.get_message(group, topic, queue_id, queue_offset, max_msg_nums, message_filter)
-        status = result.status
-        suggest = self._suggest_which_broker_id(group_config, result.suggest_pulling_from_slave)
         if self.config.five:  # tryCommitOffset: every answer from the store moves the group's pull offset
             self.offsets.commit_pull_offset(group, topic, queue_id, result.next_begin_offset)
-        answer_header = PullMessageResponseHeader(
-            suggest_which_broker_id=suggest,
-            next_begin_offset=result.next_begin_offset,
-            min_offset=result.min_offset,
-            max_offset=result.max_offset,
-        )
-        if self.config.five:  # composeResponseHeader (5.x) reports both flags on every store answer
-            answer_header.topic_sys_flag = topic_config.topic_sys_flag
-            answer_header.group_sys_flag = group_config.group_sys_flag or 0
+        status = result.status
         if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
             code = ResponseCode.PULL_OFFSET_MOVED if queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
         else:
             code = _STATUS_CODES.get(status, ResponseCode.SYSTEM_ERROR)
-
-        answer: RemotingCommand | None
+        answer: RemotingCommand | None = None
         if code == ResponseCode.SUCCESS:
             body = b"".join(bytes(buf) for buf in result.message_buffers)
             self.stats.on_get(topic, len(result.message_buffers), group)
-            answer = response(code, status.name, answer_header, body)
+            answer = response(
+                code, status.name, self._answer_header(result, group_config, topic_config), body
+            )
         elif code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
-            timeout = (
-                suspend_millis if self.config.long_polling_enable else self.config.short_polling_time_mills
-            )
-            pull = PullRequest(
-                request=request,
-                channel=channel,
-                pull_from_offset=queue_offset,
-                deadline=self.clock.seconds() + timeout / 1000.0,
-            )
-            self.hold.suspend(topic, queue_id, pull)
-            answer = None
+            self._suspend(channel, request, topic, queue_id, queue_offset, suspend_millis)
         else:
-            answer = response(code, status.name, answer_header)
-
+            answer = response(code, status.name, self._answer_header(result, group_config, topic_config))
         if store_offset:
             self.offsets.commit_offset(group, topic, queue_id, commit_offset)
         return answer
