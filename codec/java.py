@@ -14,6 +14,13 @@ DEFAULT_MAP_CAPACITY = 16
 """``new HashMap<>()``."""
 
 
+def java_int(value: int) -> int:
+    """``value`` as a Java ``int`` holds it: arithmetic wraps at 32 bits (``Integer.MAX_VALUE + 1`` is
+    ``Integer.MIN_VALUE``), and the wire and the store write what Java computed."""
+    value &= 0xFFFFFFFF
+    return value - 0x100000000 if value & 0x80000000 else value
+
+
 _POWERS_SPAN = 512
 _POWERS_OF_31 = [pow(31, _POWERS_SPAN - 1 - i, 1 << 32) for i in range(_POWERS_SPAN)]
 """31^511 .. 31^0 mod 2^32: the weights of an ASCII string's characters in ``String.hashCode``."""

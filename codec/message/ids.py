@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from rmqtwin.codec.errors import MessageEncodeError, MessageIdError
+from rmqtwin.codec.java import java_int
 from rmqtwin.codec.message.constants import (
     Host,
 )
@@ -119,11 +120,6 @@ def _ip_bytes(ip: str | bytes) -> bytes:
     return socket.inet_pton(socket.AF_INET6 if ":" in ip else socket.AF_INET, ip)
 
 
-def _to_int32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - 0x100000000 if value & 0x80000000 else value
-
-
 def create_uniq_id(
     *,
     ip: str | bytes,
@@ -142,10 +138,10 @@ def create_uniq_id(
     """
     if month_start_ms is None:
         month_start_ms, _ = _month_start_ms(timestamp_ms, tz)
-    diff = _to_int32(timestamp_ms - month_start_ms)
+    diff = java_int(timestamp_ms - month_start_ms)
     if -1_000_000 < diff < 0:
         diff = 0
-    raw = _ip_bytes(ip) + struct.pack(">Hii", pid & 0xFFFF, _to_int32(class_loader_hash), diff)
+    raw = _ip_bytes(ip) + struct.pack(">Hii", pid & 0xFFFF, java_int(class_loader_hash), diff)
     return raw.hex().upper() + f"{counter & 0xFFFF:04X}"
 
 

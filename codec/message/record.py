@@ -33,6 +33,7 @@ from rmqtwin.codec.compression import (
     get_compression_type,
 )
 from rmqtwin.codec.errors import BodyDecompressError, MessageDecodeError, MessageEncodeError
+from rmqtwin.codec.java import java_int
 from rmqtwin.codec.message.constants import (
     _SHORT_MAX,
     _V1_TOPIC_MAX,
@@ -50,7 +51,6 @@ from rmqtwin.codec.message.constants import (
 from rmqtwin.codec.message.ids import (
     _host_bytes,
     _host_from_bytes,
-    _to_int32,
 )
 from rmqtwin.codec.message.model import (
     MessageExt,
@@ -274,7 +274,7 @@ def encode_message_record(
             _HEAD.pack(
                 total,
                 magic,
-                _to_int32(crc),
+                java_int(crc),
                 msg.queue_id,
                 msg.flag,
                 msg.queue_offset,

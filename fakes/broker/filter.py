@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from rmqtwin.codec.bodies import CheckClientRequestBody, SubscriptionData
 from rmqtwin.codec.codes import ResponseCode
-from rmqtwin.codec.java import java_string_hash
+from rmqtwin.codec.java import java_int, java_string_hash
 from rmqtwin.codec.message import read_record_properties
 from rmqtwin.fakes.broker.sql92 import Expression, SelectorParseError, compile_selector, matches
 from rmqtwin.fakes.dispatch import Channel, response
@@ -65,11 +65,6 @@ def build_subscription_data(
     return data
 
 
-def _to_int32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - 0x100000000 if value & 0x80000000 else value
-
-
 class TagMessageFilter:
     """``ExpressionMessageFilter`` for TAG subscriptions: matches consume-queue tag hash codes."""
 
@@ -81,7 +76,7 @@ class TagMessageFilter:
     def is_matched_by_consume_queue(self, tags_code: int | None, cq_ext: object | None = None) -> bool:
         if self.all or tags_code is None:
             return True
-        return _to_int32(tags_code) in self.codes
+        return java_int(tags_code) in self.codes
 
     def is_matched_by_commit_log(
         self, msg_buffer: bytes | None = None, properties: dict[str, str] | None = None

@@ -51,6 +51,7 @@ from rmqtwin.codec.headers import (
     PopMessageRequestHeader,
     PopMessageResponseHeader,
 )
+from rmqtwin.codec.java import java_int
 from rmqtwin.codec.message import decode_message_records, encode_message_record
 from rmqtwin.fakes.broker.filter import FilterError, build_subscription_data, message_filter_for
 from rmqtwin.fakes.broker.groups import refuse_consuming, refuse_reading, topic_not_exist
@@ -900,7 +901,7 @@ class PopProcessor:
             props,
             properties_to_string(props),
             store_host=self.store_host,
-            reconsume_times=msg.reconsume_times + 1,
+            reconsume_times=java_int(msg.reconsume_times + 1),  # PopReviveService: an int, wrapping
         )
         put = self.store.put_message(inner)
         if put.status is PutMessageStatus.PUT_OK:

@@ -24,6 +24,7 @@ from rmqtwin.codec.headers import (
     SendMessageResponseHeader,
     send_v2_as_v1,
 )
+from rmqtwin.codec.java import java_int
 from rmqtwin.codec.message import (
     MessageSysFlag,
     UniqIdGenerator,
@@ -525,7 +526,7 @@ class SendProcessor:
             queue_id,
             props,
             properties_to_string(props),
-            reconsume_times=msg_ext.reconsume_times + 1,
+            reconsume_times=java_int(msg_ext.reconsume_times + 1),  # an int in Java, wrapping
         )
         result = self.store.put_message(msg)
         if result.status is PutMessageStatus.PUT_OK:

@@ -40,7 +40,12 @@ class Broker:
         return fastjson.loads(answer.body or b"")
 
     def send(
-        self, topic: str, properties: str, code: int = RequestCode.SEND_MESSAGE_V2, body: bytes = b"body"
+        self,
+        topic: str,
+        properties: str,
+        code: int = RequestCode.SEND_MESSAGE_V2,
+        body: bytes = b"body",
+        reconsume_times: int = 0,
     ) -> RemotingCommand:
         """A send as the 5.x producer writes it: SEND_MESSAGE's named header, SEND_MESSAGE_V2's and
         SEND_BATCH_MESSAGE's letters (a batch's ``body`` from ``encode_batch``)."""
@@ -57,7 +62,7 @@ class Broker:
                     "bornTimestamp": "0",
                     "flag": "0",
                     "properties": properties,
-                    "reconsumeTimes": "0",
+                    "reconsumeTimes": str(reconsume_times),
                     "unitMode": "false",
                     "batch": "false",
                 },
@@ -73,7 +78,7 @@ class Broker:
             "g": "0",
             "h": "0",
             "i": properties,
-            "j": "0",
+            "j": str(reconsume_times),
             "k": "false",
             "m": "true" if code == RequestCode.SEND_BATCH_MESSAGE else "false",
         }

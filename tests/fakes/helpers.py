@@ -131,6 +131,7 @@ def send_v2(
     props: dict[str, str] | None = None,
     group: str = "pg",
     sys_flag: int = 0,
+    reconsume_times: int = 0,
 ) -> RemotingCommand:
     from rmqtwin.codec.codes import RequestCode
 
@@ -152,7 +153,7 @@ def send_v2(
             "g": int(peer.clock.seconds() * 1000),
             "h": sys_flag,
             "i": "\x02".join(f"{k}\x01{v}" for k, v in properties.items()),
-            "j": 0,
+            "j": reconsume_times,
             "k": False,
             "m": False,
         },

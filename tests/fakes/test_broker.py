@@ -328,6 +328,26 @@ def test_send_back_past_max_reconsume_goes_to_dlq(env: Any) -> None:
     assert broker.store.get_max_offset_in_queue("%DLQ%gd", 0) == 1
 
 
+def test_send_back_of_a_message_at_int_max_reconsume_times_wraps_as_a_java_int(env: Any) -> None:
+    """consumerSendMsgBack adds one to reconsumeTimes, a Java int: Integer.MAX_VALUE (past any maximum,
+    so to the DLQ) is stored as Integer.MIN_VALUE, not a failure in the handler."""
+    broker, clock = env
+    p = peer(broker, clock)
+    heartbeat(p, "gw", "TopicW")
+    send_v2(p, "TopicW", b"wrap", reconsume_times=2**31 - 1)
+    (msg,) = decode_message_records(
+        p.call(RequestCode.PULL_MESSAGE, pull_header("gw", "TopicW", 0)).body or b""
+    )
+    assert msg.reconsume_times == 2**31 - 1
+    back = {"offset": msg.commitlog_offset, "group": "gw", "delayLevel": 0, "maxReconsumeTimes": 16}
+    assert p.call(RequestCode.CONSUMER_SEND_MSG_BACK, back, version=409).code == ResponseCode.SUCCESS
+    got = p.call(
+        RequestCode.PULL_MESSAGE, {**pull_header("gw", "%DLQ%gw", 0, sys_flag=6), "subscription": "*"}
+    )
+    (dead,) = decode_message_records(got.body or b"")
+    assert (dead.body, dead.reconsume_times) == (b"wrap", -(2**31))
+
+
 def test_query_by_key_and_view_by_offset(env: Any) -> None:
     broker, clock = env
     p = peer(broker, clock)

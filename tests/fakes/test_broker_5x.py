@@ -303,6 +303,22 @@ def test_pop_ack_change_invisible_time_and_revive(broker: Broker, unique_name: C
         assert "1ST_POP_TIME" in msg.properties
 
 
+def test_a_revived_pop_message_at_int_max_reconsume_times_wraps_as_a_java_int(
+    broker: Broker, unique_name: Callable[[str], str]
+) -> None:
+    """reconsumeTimes is a Java int: a message sent with Integer.MAX_VALUE, popped and not acked, comes
+    back through the pop retry topic with Integer.MIN_VALUE (PopReviveService adds one). A fuzz finding:
+    the twin failed in the revive instead."""
+    topic, group = unique_name("Wrap")[-40:], unique_name("WrapG")[-40:]
+    assert broker.create_topic(topic, queues=1).code == ResponseCode.SUCCESS
+    sent = broker.send(topic, msg_props(WAIT="true"), reconsume_times=2**31 - 1)
+    assert sent.code == ResponseCode.SUCCESS
+    (popped,) = pop_until(broker, topic, group, 1)
+    assert popped.reconsume_times == 2**31 - 1
+    revived = pop_until(broker, topic, group, 1)
+    assert [(m.body, m.reconsume_times) for m in revived] == [(b"body", -(2**31))]
+
+
 def test_pop_bad_input_is_refused_as_5_5_0_refuses_it(
     broker: Broker, unique_name: Callable[[str], str]
 ) -> None:
