@@ -146,7 +146,7 @@ def _report(args: argparse.Namespace) -> int:
     from rmqtwin.spark.report import write_report
     from rmqtwin.spark.session import spark_session
 
-    spark = spark_session(args.master)
+    spark = spark_session(args.master, sources=False)  # reads Parquet only
     try:
         write_report(spark, args.dir, args.html, json_out=args.json, start=args.from_, end=args.to)
     finally:

@@ -41,10 +41,15 @@ def _iso(ns: int | None) -> str:
 def _table(
     spark: SparkSession, root: Path, name: str, column: str, window: tuple[int | None, int | None]
 ) -> DataFrame | None:
+    """The table under ``root``, read with its known schema: inferring it runs a Spark job per table
+    (a footer read), three cold jobs before the report's first action."""
+    from rmqtwin.spark.schemas import EXCHANGES, FRAMES, MESSAGES, ddl
+
     path = root / name
     if not path.exists() or not any(path.rglob("*.parquet")):
         return None
-    df = spark.read.parquet(str(path))
+    schema = {"frames": FRAMES, "exchanges": EXCHANGES, "messages": MESSAGES}[name]
+    df = spark.read.schema(ddl(schema)).parquet(str(path))
     start, end = window
     if start is not None:
         df = df.where(df[column] >= start)
