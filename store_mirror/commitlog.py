@@ -250,51 +250,17 @@ class CommitLog:
 
     def put_messages(self, batch: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
         """Append one message or a batch (one queue, consecutive queue offsets, never split over files)."""
-        if self.read_only:
-            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
-        if not batch:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        if len(batch) > 1 and any(
-            m.tran_type != MessageSysFlag.TRANSACTION_NOT_TYPE
-            or (m.get_property(MessageConst.PROPERTY_DELAY_TIME_LEVEL) or "0") not in ("", "0")
-            for m in batch
-        ):
-            # CommitLog.asyncPutMessages: batches may carry neither transactions nor delay levels
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        for msg in batch:
-            status = self._check(msg)
-            if status is not None:
-                return PutMessageResult(status)
-            if self.handle_schedule_message:
-                self._rewrite_schedule(msg)
-        try:
-            encoded = [bytearray(encode_message_record(m)) for m in batch]
-        except CodecError as exc:
-            log.warning("message rejected by the encoder: %s", exc)
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        encoded = self._encode_batch(batch)
+        if not isinstance(encoded, list):
+            return PutMessageResult(encoded)
         total = sum(len(e) for e in encoded)
-        if len(encoded) == 1 and len(encoded[0]) > self.max_message_size + 64 * 1024:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        if len(encoded) > 1 and total > self.max_message_size:
-            # The batch encoder's limit: its records together, headers and properties included
-            # (a 4.5 MiB batch of 0.9 MiB bodies is refused by 4.9.7 and 5.5.0 alike).
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        if total + END_FILE_MIN_BLANK_LENGTH > self.mapped_file_size:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         with self.put_lock:
             now = self._now_ms()
             self.begin_time_in_lock = now
             try:
-                mf = self.mapped_file_queue.get_last_mapped_file(0, need_create=True)
+                mf = self._file_with_room(total)
                 if mf is None:
                     return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED)
-                max_blank = self.mapped_file_size - mf.wrote_position
-                if total + END_FILE_MIN_BLANK_LENGTH > max_blank:
-                    write_blank(mf.mm, mf.wrote_position, max_blank)
-                    mf.wrote_position = self.mapped_file_size
-                    mf = self.mapped_file_queue.get_last_mapped_file(0, need_create=True)
-                    if mf is None:
-                        return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED)
                 wrote_offset = mf.file_from_offset + mf.wrote_position
                 first = batch[0]
                 key = f"{first.topic}-{first.queue_id}"
@@ -338,6 +304,55 @@ class CommitLog:
             len(batch),
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, result)
+
+    def _encode_batch(self, batch: Sequence[MessageExtBrokerInner]) -> list[bytearray] | PutMessageStatus:
+        """The batch's records, checked and encoded outside the put lock; or why it is refused."""
+        if self.read_only:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        if not batch:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        if len(batch) > 1 and any(
+            m.tran_type != MessageSysFlag.TRANSACTION_NOT_TYPE
+            or (m.get_property(MessageConst.PROPERTY_DELAY_TIME_LEVEL) or "0") not in ("", "0")
+            for m in batch
+        ):
+            # CommitLog.asyncPutMessages: batches may carry neither transactions nor delay levels
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        for msg in batch:
+            status = self._check(msg)
+            if status is not None:
+                return status
+            if self.handle_schedule_message:
+                self._rewrite_schedule(msg)
+        try:
+            encoded = [bytearray(encode_message_record(m)) for m in batch]
+        except CodecError as exc:
+            log.warning("message rejected by the encoder: %s", exc)
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        total = sum(len(e) for e in encoded)
+        if len(encoded) == 1 and len(encoded[0]) > self.max_message_size + 64 * 1024:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        if len(encoded) > 1 and total > self.max_message_size:
+            # The batch encoder's limit: its records together, headers and properties included
+            # (a 4.5 MiB batch of 0.9 MiB bodies is refused by 4.9.7 and 5.5.0 alike).
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        if total + END_FILE_MIN_BLANK_LENGTH > self.mapped_file_size:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        return encoded
+
+    def _file_with_room(self, size: int) -> MappedFile | None:
+        """The last commitlog file, or a new one when ``size`` bytes do not fit in what the last has
+        left (that rest is filled with the blank end-of-file record, as ``doAppend`` answers
+        END_OF_FILE); None when no file could be created."""
+        mf = self.mapped_file_queue.get_last_mapped_file(0, need_create=True)
+        if mf is None:
+            return None
+        max_blank = self.mapped_file_size - mf.wrote_position
+        if size + END_FILE_MIN_BLANK_LENGTH > max_blank:
+            write_blank(mf.mm, mf.wrote_position, max_blank)
+            mf.wrote_position = self.mapped_file_size
+            mf = self.mapped_file_queue.get_last_mapped_file(0, need_create=True)
+        return mf
 
     def append_data(self, start_offset: int, data: bytes) -> bool:
         """A slave appends what its master sent (``CommitLog.appendData``): raw commitlog bytes at

@@ -608,21 +608,11 @@ class DefaultMessageStore:
             if next_phy_file_start is not None and offset_py < next_phy_file_start:
                 i += CQ_STORE_UNIT_SIZE
                 continue
-            in_disk = max_offset_py - offset_py > memory
             count = len(result.message_buffers)
             if total_bytes and count:
-                if max_msg_nums <= count:
+                in_disk = max_offset_py - offset_py > memory
+                if self._is_the_batch_full(size_py, max_msg_nums, total_bytes, count, in_disk):
                     break
-                if in_disk:
-                    if total_bytes + size_py > cfg.max_transfer_bytes_on_message_in_disk:
-                        break
-                    if count > cfg.max_transfer_count_on_message_in_disk - 1:
-                        break
-                else:
-                    if total_bytes + size_py > cfg.max_transfer_bytes_on_message_in_memory:
-                        break
-                    if count > cfg.max_transfer_count_on_message_in_memory - 1:
-                        break
             if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags_code, None):
                 i += CQ_STORE_UNIT_SIZE
                 continue
@@ -648,6 +638,25 @@ class DefaultMessageStore:
         result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE
         result.suggest_pulling_from_slave = max_offset_py - max_phy_pulling > memory
         return result
+
+    def _is_the_batch_full(  # DefaultMessageStore.isTheBatchFull
+        self, size_py: int, max_msg_nums: int, total_bytes: int, count: int, in_disk: bool
+    ) -> bool:
+        """Whether the next message of ``size_py`` bytes stays out of a pull that has ``count`` messages
+        of ``total_bytes``: the pull's own maximum, then the transfer limits for messages still in
+        memory or (older than the memory ratio) on disk."""
+        cfg = self.config
+        if max_msg_nums <= count:
+            return True
+        if in_disk:
+            return (
+                total_bytes + size_py > cfg.max_transfer_bytes_on_message_in_disk
+                or count > cfg.max_transfer_count_on_message_in_disk - 1
+            )
+        return (
+            total_bytes + size_py > cfg.max_transfer_bytes_on_message_in_memory
+            or count > cfg.max_transfer_count_on_message_in_memory - 1
+        )
 
     def _queue_to_read(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         """``findConsumeQueue`` for a query: Java makes an empty queue object for any name, touching no
