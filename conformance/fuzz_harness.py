@@ -85,6 +85,8 @@ VALUES = (
 
 
 MAX_QUEUES = 1024
+MAX_TABLE = 1000
+"""Topics or groups past which the harness starts a fresh broker (see :meth:`Harness._renew_when_grown`)."""
 """Topics with more queues are forgotten after each input (see ``Harness._forget_huge_topics``)."""
 
 
@@ -126,7 +128,9 @@ class Harness:
         self.dir = directory or tempfile.mkdtemp(prefix="rmqtwin-fuzz-", dir=scratch)
         self._own_dir = directory is None
         self.clock = Clock()
-        self.broker = _broker(self.dir, self.clock)
+        self.generation = 0
+        """Brokers started so far after the first (:meth:`_renew_when_grown`)."""
+        self.broker = _broker(self._store_dir(), self.clock)
         self.codes = sorted(self.broker.dispatcher.table)
         self.errors: list[str] = []
         self.inputs = 0
@@ -138,6 +142,9 @@ class Harness:
         self.broker.shutdown()
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _store_dir(self) -> str:
+        return os.path.join(self.dir, str(self.generation))
 
     def _observe(self, event: LogEvent) -> None:
         failure = event.get("log_failure")
@@ -167,6 +174,22 @@ class Harness:
             self._forget_huge_topics()
         if self.errors:
             raise Finding("handler failure:\n" + self.errors[0])
+        self._renew_when_grown()
+
+    def _renew_when_grown(self) -> None:
+        """A fresh broker once the topic or group table passed :data:`MAX_TABLE` entries. Every group
+        change persists the whole table and the admin answers list it (as ConfigManager and
+        AdminBrokerProcessor do on a real broker), so a table the fuzzer grew to thousands of entries
+        made each later input hundreds of times slower; AFL's persistent mode restarts its target
+        every N inputs for the same reason. Inputs still see all the state earlier ones left, up to
+        that point."""
+        broker = self.broker
+        if len(broker.topics.table) <= MAX_TABLE and len(broker.groups.table) <= MAX_TABLE:
+            return
+        broker.shutdown()
+        shutil.rmtree(self._store_dir(), ignore_errors=True)
+        self.generation += 1
+        self.broker = _broker(self._store_dir(), self.clock)
 
     def _forget_huge_topics(self) -> None:
         """A topic made with 2^31 queues would turn every later request that walks a topic's queues

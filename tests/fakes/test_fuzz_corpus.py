@@ -50,3 +50,30 @@ def test_a_topic_made_with_2_31_queues_is_forgotten_after_its_input(tmp_path: Pa
         assert harness.broker.topics.get("Small") is not None
     finally:
         harness.close()
+
+
+def test_a_broker_whose_group_table_grew_past_the_limit_is_renewed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each group change persists the whole table: past MAX_TABLE groups the harness starts a fresh
+    broker, so the run stays fast; until then, groups made by earlier inputs are still there."""
+    monkeypatch.setattr("rmqtwin.conformance.fuzz_harness.MAX_TABLE", 40)
+    harness = Harness(str(tmp_path))
+    try:
+        first = harness.broker
+        built_in = len(first.groups.table)
+        made = 40 - built_in + 1  # the input that makes the table pass 40 renews the broker
+        for i in range(made):
+            command = create_request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, b"")
+            command.body = (
+                b'{"groupName":"G%d","consumeEnable":true,"consumeBroadcastEnable":true,'
+                b'"retryQueueNums":1,"retryMaxTimes":16,"brokerId":0,"whichBrokerWhenConsumeSlowly":1}' % i
+            )
+            harness.one_input(b"\x00" + encode_command(command))
+            if i < made - 1:
+                assert harness.broker is first and f"G{i}" in first.groups.table
+        assert harness.generation == 1 and harness.broker is not first
+        assert "G0" not in harness.broker.groups.table
+        assert not (tmp_path / "0").exists()  # the old store is gone
+    finally:
+        harness.close()
