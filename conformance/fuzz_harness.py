@@ -85,7 +85,7 @@ VALUES = (
 
 
 MAX_QUEUES = 1024
-MAX_TABLE = 1000
+MAX_TABLE = 200
 """Topics or groups past which the harness starts a fresh broker (see :meth:`Harness._renew_when_grown`)."""
 """Topics with more queues are forgotten after each input (see ``Harness._forget_huge_topics``)."""
 
@@ -179,8 +179,8 @@ class Harness:
     def _renew_when_grown(self) -> None:
         """A fresh broker once the topic or group table passed :data:`MAX_TABLE` entries. Every group
         change persists the whole table and the admin answers list it (as ConfigManager and
-        AdminBrokerProcessor do on a real broker), so a table the fuzzer grew to thousands of entries
-        made each later input hundreds of times slower; AFL's persistent mode restarts its target
+        AdminBrokerProcessor do on a real broker), and the fuzzer's names are long and full of
+        characters to escape: past a few hundred groups each later input was several times slower; AFL's persistent mode restarts its target
         every N inputs for the same reason. Inputs still see all the state earlier ones left, up to
         that point."""
         broker = self.broker
