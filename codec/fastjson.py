@@ -144,10 +144,13 @@ _NEEDS_ESCAPE = re.compile('[\x00-\x1f"\\\\\x7f-\x9f\u2028\u2029]')
 _NEEDS_ESCAPE_BROWSER = re.compile('[\x00-\x1f"\\\\/\x7f-\U0010ffff]')
 
 
-def _escape_char(m: re.Match[str]) -> str:
-    ch = m.group()
-    letter = _LETTER_ESCAPES.get(ch)
-    return letter if letter is not None else f"\\u{ord(ch):04X}"
+def _escapes(chars: Iterable[int], hex_format: str) -> dict[int, str]:
+    """A ``str.translate`` table of these chars' escapes: the work is C's, not a Python call per char
+    (a table of groups with long names full of control chars spent most of its persisting there)."""
+    return {c: _LETTER_ESCAPES.get(chr(c)) or "\\u" + format(c, hex_format) for c in chars}
+
+
+_ESCAPES = _escapes([*range(0x20), ord('"'), ord("\\"), *range(0x7F, 0xA0), 0x2028, 0x2029], "04X")
 
 
 def _escape_char_browser(m: re.Match[str]) -> str:
@@ -168,10 +171,7 @@ def _escape_char_browser(m: re.Match[str]) -> str:
 _NEEDS_ESCAPE_2 = re.compile('[\x00-\x1f"\\\\]')
 
 
-def _escape_char_2(m: re.Match[str]) -> str:
-    ch = m.group()
-    letter = _LETTER_ESCAPES.get(ch)
-    return letter if letter is not None else f"\\u{ord(ch):04x}"
+_ESCAPES_2 = _escapes([*range(0x20), ord('"'), ord("\\")], "04x")
 
 
 _STYLE_V1, _STYLE_V1_BROWSER, _STYLE_V2 = range(3)
@@ -181,11 +181,11 @@ def _quote(s: str, style: int) -> str:
     if style == _STYLE_V1:
         if _NEEDS_ESCAPE.search(s) is None:
             return '"' + s + '"'
-        return '"' + _NEEDS_ESCAPE.sub(_escape_char, s) + '"'
+        return '"' + s.translate(_ESCAPES) + '"'
     if style == _STYLE_V2:
         if _NEEDS_ESCAPE_2.search(s) is None:
             return '"' + s + '"'
-        return '"' + _NEEDS_ESCAPE_2.sub(_escape_char_2, s) + '"'
+        return '"' + s.translate(_ESCAPES_2) + '"'
     return '"' + _NEEDS_ESCAPE_BROWSER.sub(_escape_char_browser, s) + '"'
 
 
