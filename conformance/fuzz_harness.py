@@ -180,9 +180,9 @@ class Harness:
         """A fresh broker once the topic or group table passed :data:`MAX_TABLE` entries. Every group
         change persists the whole table and the admin answers list it (as ConfigManager and
         AdminBrokerProcessor do on a real broker), and the fuzzer's names are long and full of
-        characters to escape: past a few hundred groups each later input was several times slower; AFL's persistent mode restarts its target
-        every N inputs for the same reason. Inputs still see all the state earlier ones left, up to
-        that point."""
+        characters to escape: past a few hundred groups each later input was several times slower.
+        AFL's persistent mode restarts its target every N inputs for the same reason. Inputs still see
+        all the state earlier ones left, up to that point."""
         broker = self.broker
         if len(broker.topics.table) <= MAX_TABLE and len(broker.groups.table) <= MAX_TABLE:
             return
