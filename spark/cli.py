@@ -72,6 +72,17 @@ def register(subparsers: Any) -> None:
     ingest.add_argument("--raw", action="store_true", help="keep every frame's bytes in frames.raw")
     ingest.add_argument("--strict", action="store_true", help="fail if any input is damaged")
     ingest.set_defaults(handler=_ingest)
+    cds = sub.add_parser(
+        "cds",
+        help="build the driver JVM's class-data archive, so later jobs start faster (setup runs it)",
+        description=(
+            "Runs a small ingest and report with -XX:ArchiveClassesAtExit and keeps the archive under "
+            "~/.cache/rmqtwin/spark-cds, keyed by the JVM and PySpark's jars; jobs started by rmqtwin map "
+            "it when it is there. Does nothing when it is already built (--force: build again)."
+        ),
+    )
+    cds.add_argument("--force", action="store_true", help="build even if the archive exists")
+    cds.set_defaults(handler=_cds)
     report = sub.add_parser("report", help="one self-contained HTML page (plots, tables) of an ingested DIR")
     report.add_argument("dir", metavar="DIR")
     report.add_argument("--html", required=True, metavar="OUT.html")
@@ -142,11 +153,27 @@ def _replay(args: argparse.Namespace) -> int:
     return 0 if summary.verdict_line().startswith("REPLAY SAME") else 3
 
 
+def _cds(args: argparse.Namespace) -> int:
+    from rmqtwin.spark.cds import archive_path, build
+
+    path = archive_path()
+    if path is None:
+        print("spark cds: no java found (JAVA_HOME or PATH): nothing built", file=sys.stderr)
+        return 1
+    if path.is_file() and not args.force:
+        print(f"spark cds: {path} is built")
+        return 0
+    print(f"spark cds: a training ingest and report (about a minute) for {path}", file=sys.stderr)
+    seconds = build(path)
+    print(f"spark cds: {path} built in {seconds:.0f} s ({path.stat().st_size / 2**20:.0f} MiB)")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from rmqtwin.spark.report import write_report
     from rmqtwin.spark.session import spark_session
 
-    spark = spark_session(args.master, sources=False)  # reads Parquet only
+    spark = spark_session(args.master, sources=False, short_job=True)  # reads Parquet only
     try:
         write_report(spark, args.dir, args.html, json_out=args.json, start=args.from_, end=args.to)
     finally:
