@@ -39,12 +39,17 @@ def archive_path(cache: Path | None = None) -> Path | None:
         return None
     jars = Path(pyspark.__file__).parent / "jars"
     key = hashlib.sha256()
-    for part in (str(java), str(java.stat().st_mtime_ns), str(jars), pyspark.__version__):
+    for part in (str(java), str(java.stat().st_mtime_ns), pyspark.__version__):
         key.update(part.encode() + b"\0")
-    for jar in sorted(jars.glob("*.jar")):
-        key.update(f"{jar.name}:{jar.stat().st_size}\0".encode())
+    for jar in sorted(jars.glob("*.jar")):  # the JVM refuses an archive whose jars changed size or mtime
+        stat = jar.stat()
+        key.update(f"{jar.name}:{stat.st_size}:{stat.st_mtime_ns}\0".encode())
     root = cache or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rmqtwin" / "spark-cds"
-    return root / f"driver-{pyspark.__version__}-{key.hexdigest()[:16]}.jsa"
+    return root / f"driver-{_digest(str(jars))}-{key.hexdigest()[:16]}.jsa"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def java_options() -> str | None:
@@ -71,6 +76,10 @@ def build(path: Path, *, frames: int = 3000) -> float:
         if not partial.is_file():
             raise RuntimeError(f"the JVM wrote no class-data archive at {partial}")
         os.replace(partial, path)
+    # an archive for these jars' earlier install is stale for good: 175 MiB each
+    for stale in path.parent.glob(path.name.rsplit("-", 1)[0] + "-*.jsa"):
+        if stale != path:
+            stale.unlink(missing_ok=True)
     return time.monotonic() - started
 
 

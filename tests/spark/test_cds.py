@@ -53,3 +53,27 @@ def test_a_session_maps_the_archive_setup_built(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, env=os.environ, timeout=300)
     loaded = [line for line in log.read_text().splitlines() if " org.apache.spark.SparkContext " in line]
     assert loaded and "source: shared objects file (top)" in loaded[0], loaded
+
+
+def test_a_new_archive_replaces_the_stale_ones_of_the_same_jars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reinstalled PySpark (same place, new jar mtimes) has a new key; building for it removes the
+    archive of the old install, and leaves another install's alone."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = cds.archive_path()
+    assert path is not None
+    path.parent.mkdir(parents=True)
+    jars_digest = path.name.split("-")[1]
+    stale = path.parent / f"driver-{jars_digest}-0123456789abcdef.jsa"
+    other = path.parent / "driver-000000000000-0123456789abcdef.jsa"
+    for f in (stale, other):
+        f.write_bytes(b"old")
+
+    def train(argv: list[str], check: bool) -> None:
+        Path(argv[4]).write_bytes(b"archive")  # the training process's archive path
+
+    monkeypatch.setattr(cds.subprocess, "run", train)
+    cds.build(path)
+    assert path.read_bytes() == b"archive"
+    assert not stale.exists() and other.exists()
