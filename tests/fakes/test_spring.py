@@ -113,3 +113,44 @@ def test_spring_boot_application(target: Target, unique_name: Callable[[str], st
 
     # The unknown one was checked back and committed by the listener.
     assert "tx-unknown" in {e["body"] for e in result.of("checked")}
+
+
+def test_consumers_placed_on_their_queues_late_still_get_what_was_sent_at_start(
+    target: Target, unique_name: Callable[[str], str]
+) -> None:
+    """The race a CI run once lost tx-commit to, made certain on the twin: every GET_MAX_OFFSET on the
+    application's topics answered only after 3 s, when all its sends are stored. A new group consuming
+    from the last offset asks QUERY_CONSUMER_OFFSET (none yet), then GET_MAX_OFFSET, and starts past
+    whatever was stored in between; the example's listeners consume from the first offset and never
+    ask it."""
+    if target.faults is None:
+        pytest.skip("the twin's fault rules make the race certain; a real broker has none")
+    from rmqtwin.conformance.java_client import SpringApp
+
+    names = {
+        "topic": unique_name("SpringLate"),
+        "orderTopic": unique_name("SpringLateOrder"),
+        "txTopic": unique_name("SpringLateTx"),
+        "group": unique_name("SpringLateG"),
+        "producerGroup": unique_name("SpringLatePG"),
+    }
+    rules = []
+    for key in ("topic", "orderTopic", "txTopic"):
+        target.create_topic(names[key])
+        rules.append(
+            target.faults.add(effect="latency", ms=3000, codes=["GET_MAX_OFFSET"], topic=names[key])["name"]
+        )
+    try:
+        result = (
+            SpringApp()
+            .example(target.namesrv_addr, delaySeconds=TIMER_SECONDS, waitMs=30_000, **names)
+            .check()
+        )
+    finally:
+        for name in rules:
+            target.faults.remove(name)
+    assert result.errors == [], result.errors
+    assert {e["body"] for e in result.received} == {
+        "sync-0", "async-0", "delay-0", "timer-0", "tx-commit", "tx-unknown",
+        *(f"order-{key}-{i}" for key in "AB" for i in range(3)),
+    }  # fmt: skip
