@@ -140,7 +140,6 @@ def bean_fields(cls: type) -> tuple[tuple[str, str], ...]:
 # 0x7F-0x9F and U+2028/U+2029 as \uXXXX with upper-case hex digits. '/' is left alone (checked against
 # fastjson 1.2.69_noneautotype and 1.2.83).
 _LETTER_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
-_NEEDS_ESCAPE = re.compile('[\x00-\x1f"\\\\\x7f-\x9f\u2028\u2029]')
 _NEEDS_ESCAPE_BROWSER = re.compile('[\x00-\x1f"\\\\/\x7f-\U0010ffff]')
 
 
@@ -150,7 +149,13 @@ def _escapes(chars: Iterable[int], hex_format: str) -> dict[int, str]:
     return {c: _LETTER_ESCAPES.get(chr(c)) or "\\u" + format(c, hex_format) for c in chars}
 
 
+def _any_of(table: dict[int, str]) -> re.Pattern[str]:
+    """The search for a char the table escapes (a string with none is written as it is)."""
+    return re.compile("[" + "".join(re.escape(chr(c)) for c in table) + "]")
+
+
 _ESCAPES = _escapes([*range(0x20), ord('"'), ord("\\"), *range(0x7F, 0xA0), 0x2028, 0x2029], "04X")
+_NEEDS_ESCAPE = _any_of(_ESCAPES)
 
 
 def _escape_char_browser(m: re.Match[str]) -> str:
@@ -168,10 +173,8 @@ def _escape_char_browser(m: re.Match[str]) -> str:
 
 
 # fastjson2 (RocketMQ 5.5 bodies) escapes only what JSON requires, with lower-case hex digits.
-_NEEDS_ESCAPE_2 = re.compile('[\x00-\x1f"\\\\]')
-
-
 _ESCAPES_2 = _escapes([*range(0x20), ord('"'), ord("\\")], "04x")
+_NEEDS_ESCAPE_2 = _any_of(_ESCAPES_2)
 
 
 _STYLE_V1, _STYLE_V1_BROWSER, _STYLE_V2 = range(3)
