@@ -85,9 +85,9 @@ VALUES = (
 
 
 MAX_QUEUES = 1024
-MAX_TABLE = 200
-"""Topics or groups past which the harness starts a fresh broker (see :meth:`Harness._renew_when_grown`)."""
 """Topics with more queues are forgotten after each input (see ``Harness._forget_huge_topics``)."""
+MAX_TABLE = 200
+"""Topics or groups past which the harness starts a fresh broker (see ``Harness._renew_when_grown``)."""
 
 
 class Finding(Exception):  # noqa: N818

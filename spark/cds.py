@@ -30,7 +30,7 @@ def _java() -> Path | None:
     return Path(found).resolve() if found and Path(found).exists() else None
 
 
-def archive_path(cache: Path | None = None) -> Path | None:
+def archive_path() -> Path | None:
     """Where the archive of this JVM and this PySpark's jars lives (None without a ``java``)."""
     import pyspark
 
@@ -44,7 +44,7 @@ def archive_path(cache: Path | None = None) -> Path | None:
     for jar in sorted(jars.glob("*.jar")):  # the JVM refuses an archive whose jars changed size or mtime
         stat = jar.stat()
         key.update(f"{jar.name}:{stat.st_size}:{stat.st_mtime_ns}\0".encode())
-    root = cache or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rmqtwin" / "spark-cds"
+    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rmqtwin" / "spark-cds"
     return root / f"driver-{_digest(str(jars))}-{key.hexdigest()[:16]}.jsa"
 
 
