@@ -14,7 +14,8 @@ Issue 16, against the forward-only proxy of the same round: with --metrics-port 
 TPS >= 0.97x; with fault rules that never match (5 on requests, 5 on responses, as a test leaves
 them for other topics) rule matching <= 2 µs per frame, both as the proxy's CPU per frame in the run and
 in process (the session with and without the rules, frames fed in memory). ``--metrics-rounds N``
-runs only the forward-only and the metrics proxies, alternated for N rounds; ``--metrics-in-process``
+runs only the forward-only and the metrics proxies, with a second forward-only proxy as the control
+(what two identical proxies differ by), rotated for N rounds; ``--metrics-in-process``
 only the metrics hook's cost in process (the session with and without it, process CPU per message).
 """
 
@@ -220,31 +221,38 @@ def bench(client: Any, namesrv: str, args: argparse.Namespace, topic: str) -> di
 
 
 def metrics_rounds(args: argparse.Namespace) -> int:
-    """Issue 16's proxy metrics cost alone: the forward-only proxy and the same proxy with
-    --metrics-port (scraped after each of its runs), alternated for N rounds in front of one real
-    RocketMQ, paired by round; then the in-process line."""
+    """Issue 16's proxy metrics cost alone: the forward-only proxy, a second forward-only proxy (the
+    control: what two identical proxies differ by on this machine) and the same proxy with
+    --metrics-port (scraped after each of its runs), in front of one real RocketMQ, their order rotated
+    from round to round, paired by round; then the in-process line."""
     from rmqtwin.conformance.java_client import JavaClient
     from rmqtwin.conformance.launcher import RealRocketMQ
     from rmqtwin.proxy.process import start_proxy
 
     client = JavaClient(args.version)
-    names = ("forward-only", "metrics")
+    names = ("forward-only", "control", "metrics")
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp, RealRocketMQ(args.version) as rmq:
-        plain = start_proxy(rmq.namesrv_addr, Path(tmp) / "plain.rmqcap", record=False)
-        metered = start_proxy(rmq.namesrv_addr, Path(tmp) / "metered", "--metrics-port", "0", record=False)
-        assert metered.metrics_url is not None
-        proxies = {"forward-only": plain, "metrics": metered}
+        proxies = {
+            "forward-only": start_proxy(rmq.namesrv_addr, Path(tmp) / "plain.rmqcap", record=False),
+            "control": start_proxy(rmq.namesrv_addr, Path(tmp) / "control.rmqcap", record=False),
+            "metrics": start_proxy(
+                rmq.namesrv_addr, Path(tmp) / "metered", "--metrics-port", "0", record=False
+            ),
+        }
+        metrics_url = proxies["metrics"].metrics_url
+        assert metrics_url is not None
         try:
             bench(client, rmq.namesrv_addr, args, "BenchWarmup")  # creates the topic route, warms the broker
             for i in range(args.metrics_rounds):
-                for name in names if i % 2 == 0 else names[::-1]:
+                order = names[i % 3 :] + names[: i % 3]
+                for name in order[::-1] if (i // 3) % 2 else order:
                     pid = proxies[name].process.pid
                     cpu0 = cpu_seconds([pid])
                     summary = bench(client, proxies[name].namesrv, args, f"Bench{name.title()}{i}")
                     if name == "metrics":
-                        scrape(metered.metrics_url)
+                        scrape(metrics_url)
                     # all sends of the run, warm-up included, over the proxy's CPU time meanwhile
                     sent = summary["sent"] * (1 + 3.0 / (summary["durationMs"] / 1000))
                     cpu_us = (cpu_seconds([pid]) - cpu0) / max(sent, 1) * 1e6
@@ -258,9 +266,10 @@ def metrics_rounds(args: argparse.Namespace) -> int:
                     flush=True,
                 )
         finally:
-            plain.stop(timeout=60)
-            metered.stop(timeout=60)
+            for proxy in proxies.values():
+                proxy.stop(timeout=60)
     ratios = per_round(runs["forward-only"], runs["metrics"], "tps")
+    control = per_round(runs["forward-only"], runs["control"], "tps")
     added = per_round(runs["forward-only"], runs["metrics"], "cpu_us", added=True)
     forward = statistics.median(run["cpu_us"] for run in runs["forward-only"])
     ratio = statistics.median(ratios)
@@ -273,6 +282,10 @@ def metrics_rounds(args: argparse.Namespace) -> int:
         "metrics (forward-only + --metrics-port, scraped each run) vs forward-only, paired by round: TPS "
         f"ratio {by_round(ratios, '.3f', unit='x')}; proxy CPU per message "
         + by_round(added, "+.1f", unit=" us", note=f", forward-only {forward:.1f} us")
+    )
+    print(
+        "control (a second forward-only proxy) vs forward-only, paired by round: TPS ratio "
+        + by_round(control, ".3f", unit="x", note=": what two identical proxies differ by here")
     )
     print(metrics_line(forward))
     print(f"target (issue 16): metrics TPS >= 0.97x forward-only: {'met' if ratio >= 0.97 else 'MISSED'}")

@@ -186,10 +186,10 @@ class ProxySession:
                 watched.append((direction, [bytes(data)], FLAG_RAW))
             return out
         holders = self._holding[direction]
-        if not splitter.buffered and not splitter.raw:
+        may_hold = self._may_hold[direction]
+        if may_hold and not splitter.buffered and not splitter.raw:
             # on a frame boundary: the set of holding hooks may change here
-            may_hold = self._may_hold[direction]
-            holders = [h for h in may_hold if h.holds(direction)] if may_hold else may_hold
+            holders = [h for h in may_hold if h.holds(direction)]
             self._holding[direction] = holders
         if not holders:
             out.append(Send(direction, data))
