@@ -34,6 +34,15 @@ def cpu_seconds(pids: Iterable[int], *, children: bool = False) -> float:
     return total
 
 
+def machine_cpu_seconds() -> tuple[float, float]:
+    """(busy, idle) CPU seconds of the whole machine so far, all CPUs summed (/proc/stat): what every
+    process took, whoever it was, against what was left. Steal counts as busy: the CPU was not ours."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / ticks, (idle + iowait) / ticks
+
+
 def rss_kib(pids: Iterable[int], field: str = "VmRSS") -> int:
     """Resident set size of the processes, summed (``VmRSS`` from /proc; ``RssAnon`` leaves out pages
     of mapped files, such as a commitlog, and counts only the process's own memory)."""
