@@ -177,17 +177,21 @@ class FrameDecoder:
         # Frames that lie wholly inside this chunk are sliced out of it directly.
         unpack = _INT.unpack_from
         skip = self._skip
+        longest = self._max - LENGTH_WORD_SIZE
+        whole = data if type(data) is bytes else None  # sliced directly: no view object per frame
         while end - pos >= 4:
-            total = self._frame_size(unpack(view, pos)[0])
-            if not total:
+            length = unpack(view, pos)[0]
+            if not _MIN_LENGTH <= length <= longest:  # as _frame_size, without a call per good frame
+                self._frame_size(length)  # sets the error Netty gives for this length
                 raise self._fail(bytes(view[pos:]))
+            total = length + LENGTH_WORD_SIZE
             if end - pos < total:
                 self._need = total
                 break
-            if skip or pos or total != end or type(data) is not bytes:
+            if whole is not None:  # a chunk that is exactly one whole frame is handed on uncopied
+                frames.append(whole[pos + skip : pos + total])
+            else:
                 frames.append(bytes(view[pos + skip : pos + total]))
-            else:  # a chunk that is exactly one whole frame is handed on without a copy
-                frames.append(data)
             pos += total
         if pos < end:
             buf += view[pos:]
