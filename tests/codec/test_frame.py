@@ -162,3 +162,14 @@ def test_feed_until_error_reports_an_oversize_frame_after_good_ones() -> None:
     frames, error = decoder.feed_until_error(_frame(good) * 2 + struct.pack(">i", 2000))
     assert frames == [good, good]
     assert isinstance(error, FrameTooLarge) and error.length == 2004
+
+
+def test_a_chunk_of_one_whole_frame_is_handed_on_uncopied_and_several_are_sliced_exactly() -> None:
+    frames = [_frame(p) for p in _payloads(random.Random(7), 3)]
+    one = frames[0]
+    keeping = FrameDecoder(keep_length_word=True)
+    assert keeping.feed(one)[0] is one
+    # several in one chunk, from bytes and from a bytearray: the same frames either way
+    assert FrameDecoder(keep_length_word=True).feed(b"".join(frames)) == frames
+    assert FrameDecoder(keep_length_word=True).feed(bytearray(b"".join(frames))) == frames
+    assert FrameDecoder().feed(b"".join(frames)) == [f[4:] for f in frames]
