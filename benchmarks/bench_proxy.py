@@ -102,6 +102,10 @@ IDLE_RULES: list[dict[str, object]] = [
 """Ten rules, none of which matches the benchmark's sends: 5 on requests, 5 on responses."""
 
 
+SEND_PAIRS_BROKER = "10.0.0.1:10911"
+"""The broker :func:`send_pairs`' answers name in their offset msgIds."""
+
+
 def send_pairs(body: int) -> list[tuple[bytes, bytes]]:
     """1,000 SEND_MESSAGE_V2 requests of ``body`` bytes and their answers, encoded once, for the
     in-process lines."""
@@ -116,7 +120,8 @@ def send_pairs(body: int) -> list[tuple[bytes, bytes]]:
     pairs = []
     for opaque in range(1000):
         request = create_request(RequestCode.SEND_MESSAGE_V2, ext, b"x" * body, opaque=opaque)
-        fields = {"msgId": "0A000001" + "0" * 24, "queueId": "1", "queueOffset": str(opaque)}
+        msg_id = f"0A000001{10911:08X}{opaque * 1300:016X}"  # MessageDecoder.createMessageId
+        fields = {"msgId": msg_id, "queueId": "1", "queueOffset": str(opaque)}
         pairs.append(
             (encode_command(request), encode_command(create_response(request, 0, ext_fields=fields)))
         )
@@ -157,16 +162,18 @@ def rule_matching_ns(seconds: float = 12.0, body: int = 1024) -> tuple[float, fl
 def metrics_cost_ns(rounds: int = 15, body: int = 1024) -> tuple[float, float]:
     """(ns per message through the forward-only session, ns per message added by the metrics hook):
     1,000 sends and their answers, encoded once, fed to a session as the forward-only proxy's broker
-    connection has it (the answers held for rewriting, here a rewrite that changes nothing) with and
-    without the metrics hook. Process CPU, the two alternated, the median of the rounds' differences."""
+    connection has it (each answer's msgId rewritten to name the proxy's listener) with and without
+    the metrics hook. Process CPU, the two alternated, the median of the rounds' differences."""
     from rmqtwin.proxy.metrics import MetricsHook, ProxyMetrics
-    from rmqtwin.proxy.session import Hook, ProxySession, RewriteHook
+    from rmqtwin.proxy.rewrite import AddressRewriter
+    from rmqtwin.proxy.session import BrokerRewriteHook, Hook, ProxySession
 
     pairs = send_pairs(body)
     metrics = ProxyMetrics(list, lambda: 0, lambda: None)
+    rewriter = AddressRewriter(lambda addr, kind: None, {SEND_PAIRS_BROKER: "127.0.0.1:10911"}.get)
 
     def per_message(metered: bool) -> float:
-        hooks: list[Hook] = [RewriteHook(lambda frame: None)]
+        hooks: list[Hook] = [BrokerRewriteHook(rewriter.rewrite_broker_frame)]
         if metered:
             hooks.append(MetricsHook(metrics))
         session = ProxySession(hooks)

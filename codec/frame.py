@@ -205,19 +205,17 @@ class FrameSplitter(FrameDecoder):
     the buffered bytes included, comes back as unframed chunks from :meth:`take_raw`.
     """
 
-    __slots__ = ("_raw_out",)
+    __slots__ = ("_raw_out", "raw")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         super().__init__(max_frame_size, keep_length_word=True)
         self._raw_out: list[bytes] = []
-
-    @property
-    def raw(self) -> bool:
-        """True once a length word was impossible: framing stopped for the rest of the stream."""
-        return self._error is not None
+        self.raw = False
+        """True once a length word was impossible: framing stopped for the rest of the stream (a plain
+        attribute, not a property: a proxy session reads it after every read)."""
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
-        if not self._buf and self._error is None and type(data) is bytes and len(data) >= LENGTH_WORD_SIZE:
+        if not self._buf and not self.raw and type(data) is bytes and len(data) >= LENGTH_WORD_SIZE:
             # A chunk that is exactly one whole frame (a proxy's usual read) is handed on as it is.
             length = _INT.unpack_from(data, 0)[0]
             if (
@@ -225,12 +223,13 @@ class FrameSplitter(FrameDecoder):
                 and _MIN_LENGTH <= length <= self._max - LENGTH_WORD_SIZE
             ):
                 return [data]
-        if self._error is not None:
+        if self.raw:
             if data:
                 self._raw_out.append(bytes(data))
             return []
         frames, error = self.feed_until_error(data)
         if error is not None:
+            self.raw = True
             self._buf = bytearray()
             if self._unframed:
                 self._raw_out.append(self._unframed)

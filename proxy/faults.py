@@ -45,8 +45,8 @@ from rmqtwin.codec.frame import (
 )
 from rmqtwin.codec.message import SYSFLAG_POSITION, body_length_position, store_host_spans
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER
-from rmqtwin.proxy.session import Close, Command, Delay, Hook, Send
-from rmqtwin.proxy.wire import HeaderPeek, peek_header, peek_summary
+from rmqtwin.proxy.session import Close, Command, Delay, Heads, Hook, Send
+from rmqtwin.proxy.wire import FrameHead, HeaderPeek, peek_header, peek_summary
 
 __all__ = [
     "BODY_EFFECTS",
@@ -581,7 +581,9 @@ class FaultHook(Hook):
         # frame boundary: such a request was remembered before its answer's first byte came)
         return bool(self.requests) and self.connection_filter().responses
 
-    def observe(self, direction: int, frames: list[bytes], flags: int, out: list[Command]) -> None:
+    def observe(
+        self, direction: int, frames: list[bytes], heads: Heads | None, flags: int, out: list[Command]
+    ) -> None:
         # requests that were not held (no request rule) are remembered here, held ones in frame()
         if direction == DIR_TO_SERVER and not flags:
             rules = self.connection_filter()
@@ -601,7 +603,7 @@ class FaultHook(Hook):
                 del self.requests[next(iter(self.requests))]
         return HeaderPeek(serialize_type, facts.code, opaque, flag), facts
 
-    def frame(self, direction: int, frame: bytes, out: list[Command]) -> bytes | None:
+    def frame(self, direction: int, frame: bytes, head: FrameHead | None, out: list[Command]) -> bytes | None:
         if direction == DIR_TO_SERVER:
             rules = self._filter if self._generation == self.engine.generation else self.connection_filter()
             if not rules.admits(frame):

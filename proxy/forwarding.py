@@ -40,6 +40,7 @@ from rmqtwin.proxy.metrics import MetricsHook, ProxyMetrics
 from rmqtwin.proxy.recorder import Recorder
 from rmqtwin.proxy.rewrite import AddressRewriter
 from rmqtwin.proxy.session import (
+    BrokerRewriteHook,
     Close,
     Command,
     Delay,
@@ -297,7 +298,9 @@ class ProxiedConnection(Protocol):
         session = self.session
         self.carry_out(session.forward(direction, data))
         if session.unwatched:
-            self.carry_out(session.watch())
+            commands = session.watch()
+            if commands:  # only the recording asks for any
+                self.carry_out(commands)
 
     def carry_out(self, commands: list[Command]) -> None:
         """Do what the session asked, in order."""
@@ -487,7 +490,7 @@ class RecordingProxy:
         if conn.kind == KIND_NAMESRV:
             hooks.append(RewriteHook(self.rewriter.rewrite_frame))
         elif conn.kind == KIND_BROKER:
-            hooks.append(RewriteHook(self.rewriter.rewrite_broker_frame))
+            hooks.append(BrokerRewriteHook(self.rewriter.rewrite_broker_frame))
         for factory in self.hook_factories:
             hook = factory(conn)
             if hook is not None:

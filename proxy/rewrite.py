@@ -35,7 +35,7 @@ from typing import NamedTuple
 from rmqtwin.codec.errors import CodecError
 from rmqtwin.codec.frame import PREFIX_SIZE, encode_frame, split_whole_frame, whole_frame_prefix
 from rmqtwin.codec.message import MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, store_host_spans
-from rmqtwin.proxy.wire import binary_entries
+from rmqtwin.proxy.wire import FrameHead, binary_entries
 
 __all__ = ["ADDRESS_HEADER_FIELDS", "MSG_ID_HEADER_FIELDS", "AddressRewriter"]
 
@@ -144,13 +144,14 @@ class AddressRewriter:
         new_body = self.rewrite_body(body) if body else body
         return self._joined(serialize_type, header, new_header, body, new_body)
 
-    def rewrite_broker_frame(self, frame: bytes) -> bytes | None:
+    def rewrite_broker_frame(self, frame: bytes, head: FrameHead | None = None) -> bytes | None:
         """A rewritten copy of a whole broker-to-client frame, or ``None`` if unchanged: offset msgIds
         in its header and the store hosts of the records in its body name the proxy's listeners.
 
         Both keep their length (an address is replaced by one of the same family), so the copy is
-        patched in place: no length word changes, nothing is re-encoded, and a frame naming no known
-        broker costs a prefix read and two searches.
+        patched in place: no length word changes and nothing is re-encoded. ``head`` is the frame's
+        head when the session read it already (it says which msgIds there are: a JSON header's are
+        then found with one search each); without one the header is searched.
         """
         prefix = whole_frame_prefix(frame)
         if prefix is None:
@@ -158,7 +159,12 @@ class AddressRewriter:
         serialize_type, header_length = prefix
         header_end = PREFIX_SIZE + header_length
         patches: list[tuple[int, bytes]] = []
-        if frame.find(b"sgId", PREFIX_SIZE, header_end) >= 0:
+        by_head = (
+            head is not None and serialize_type == 0 and self._head_patches(frame, head, header_end, patches)
+        )
+        if not by_head:
+            patches.clear()
+        if not by_head and frame.find(b"sgId", PREFIX_SIZE, header_end) >= 0:
             for start, value in _field_values(frame, serialize_type, header_end, _MSG_ID_FIELDS):
                 new = self._swap_msg_ids("", value)
                 if new is not value:
@@ -167,11 +173,35 @@ class AddressRewriter:
             self._store_host_patches(frame, header_end, patches)
         if not patches:
             return None
+        self.rewritten_frames += 1
+        if len(patches) == 1:  # a send answer's msgId: two slices are cheaper than a bytearray
+            start, new = patches[0]
+            return frame[:start] + new + frame[start + len(new) :]
         out = bytearray(frame)
         for start, new in patches:
             out[start : start + len(new)] = new
-        self.rewritten_frames += 1
         return bytes(out)
+
+    def _head_patches(
+        self, frame: bytes, head: FrameHead, header_end: int, patches: list[tuple[int, bytes]]
+    ) -> bool:
+        """Patches for the offset msgIds ``head`` names in a JSON header; False when one is not where
+        Java writes it (``{"`` or ``,"`` then the field, no spaces, no escapes): the regex finds those."""
+        ext = head.extFields
+        if ext is None:
+            return True
+        for name, value in ((b"msgId", ext.msgId), (b"offsetMsgId", ext.offsetMsgId)):
+            if value is None:
+                continue
+            raw = value.encode()
+            new = self._swap_msg_ids("", raw)
+            if new is raw:
+                continue
+            at = frame.find(b'"%s":"%s"' % (name, raw), PREFIX_SIZE, header_end)
+            if at < 0 or frame[at - 1] not in b"{,":
+                return False
+            patches.append((at + len(name) + 4, new))
+        return True
 
     def _joined(
         self, serialize_type: int, header: bytes, new_header: bytes, body: bytes, new_body: bytes
@@ -215,9 +245,13 @@ class AddressRewriter:
         """Offset msgIds (``MessageDecoder.createMessageId``: hex of IP, port, commitlog offset) whose
         IP and port are a broker's; anything else in the field (a UNIQ_KEY) stays. The result has the
         length of ``value``; it is ``value`` itself when nothing changed."""
+        known = self._hex_cache
+        host_hex = _MSG_ID_HOST_HEX.get(len(value))
+        if host_hex is not None and b"," not in value:  # one msgId (a send answer's): no list made
+            new_hex = known.get(value[:host_hex]) or self._hex_replacement(value[:host_hex])
+            return value if new_hex is None else new_hex + value[host_hex:]
         ids = value.split(b",")
         changed = False
-        known = self._hex_cache
         for i, msg_id in enumerate(ids):
             host_hex = _MSG_ID_HOST_HEX.get(len(msg_id))
             if host_hex is None:

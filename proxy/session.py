@@ -8,6 +8,10 @@ what follows to a side, :class:`Close` the connection. Everything the proxy does
 (:class:`RecordHook`), broker-address rewriting (:class:`RewriteHook`) and fault injection
 (:class:`rmqtwin.proxy.faults.FaultHook`).
 
+A hook that reads headers says so (``reads_heads``): the session then reads each frame's header once
+(:func:`~rmqtwin.proxy.wire.read_head`) and hands the same :class:`~rmqtwin.proxy.wire.FrameHead` to
+every hook, so the metrics and the msgId rewriting, which both read every answer, share one read.
+
 A hook that only watches (recording, metrics) sees the frames of a read after the read was forwarded:
 the adapter carries out :meth:`ProxySession.forward`'s commands, then :meth:`ProxySession.watch`'s, so
 the bytes leave before anything watches them. A hook that may change, drop or answer frames *holds* a
@@ -23,11 +27,14 @@ from dataclasses import dataclass
 
 from rmqtwin.codec.frame import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, FLAG_RAW, FLAG_REWRITTEN
+from rmqtwin.proxy.wire import FrameHead, read_head
 
 __all__ = [
+    "BrokerRewriteHook",
     "Close",
     "Command",
     "Delay",
+    "Heads",
     "Hook",
     "ProxySession",
     "Record",
@@ -79,6 +86,9 @@ Command = Send | Record | Delay | Close
 """Commands are plain (not frozen) dataclasses: a frozen one's ``__init__`` costs several times more,
 and the proxy makes two or three per frame."""
 
+Heads = list[FrameHead | None]
+"""The heads of a list of frames, in order (``None``: a header that cannot be read)."""
+
 
 class Hook:
     """One concern of the proxy, attached to a session. The defaults do nothing.
@@ -86,27 +96,35 @@ class Hook:
     ``directions`` are the directions the hook ever looks at (the session only splits those into
     frames). :meth:`holds` says whether the hook must see a direction's frames *before* they are
     forwarded; it may change at run time (a fault rule added), and takes effect on a frame boundary.
+    A hook whose ``reads_heads`` is true is handed each frame's :class:`FrameHead` (read once per frame
+    for all hooks); the others may be handed ``None`` in its place.
     """
 
     directions: frozenset[int] = BOTH
+    reads_heads: bool = False
 
     def holds(self, direction: int) -> bool:
         return False
 
-    def frame(self, direction: int, frame: bytes, out: list[Command]) -> bytes | None:
+    def frame(self, direction: int, frame: bytes, head: FrameHead | None, out: list[Command]) -> bytes | None:
         """A held frame: return it (forward unchanged), a new frame (forward that instead) or None
         (forward nothing); commands appended to ``out`` are carried out before the forward."""
         return frame
 
-    def observe(self, direction: int, frames: list[bytes], flags: int, out: list[Command]) -> None:
-        """Frames as they arrived from the wire (or unframed chunks, FLAG_RAW), after forwarding."""
+    def observe(
+        self, direction: int, frames: list[bytes], heads: Heads | None, flags: int, out: list[Command]
+    ) -> None:
+        """Frames as they arrived from the wire (or unframed chunks, FLAG_RAW), after forwarding;
+        ``heads`` are theirs (``None`` for unframed chunks, or when no hook reads heads)."""
 
 
 class RecordHook(Hook):
     """Records every frame as it arrived; a frame forwarded changed is recorded in its original form,
     flagged FLAG_REWRITTEN, so a capture reads as if the client had talked to the cluster directly."""
 
-    def observe(self, direction: int, frames: list[bytes], flags: int, out: list[Command]) -> None:
+    def observe(
+        self, direction: int, frames: list[bytes], heads: Heads | None, flags: int, out: list[Command]
+    ) -> None:
         out.append(Record(direction, frames, flags))
 
 
@@ -121,8 +139,26 @@ class RewriteHook(Hook):
     def holds(self, direction: int) -> bool:
         return direction == DIR_TO_CLIENT
 
-    def frame(self, direction: int, frame: bytes, out: list[Command]) -> bytes | None:
+    def frame(self, direction: int, frame: bytes, head: FrameHead | None, out: list[Command]) -> bytes | None:
         new = self.rewrite(frame)
+        return frame if new is None else new
+
+
+class BrokerRewriteHook(Hook):
+    """The offset msgIds and store hosts a broker names in what it sends to clients
+    (:meth:`rmqtwin.proxy.rewrite.AddressRewriter.rewrite_broker_frame`), read from the frame's head."""
+
+    directions = frozenset((DIR_TO_CLIENT,))
+    reads_heads = True
+
+    def __init__(self, rewrite: Callable[[bytes, FrameHead | None], bytes | None]) -> None:
+        self.rewrite = rewrite
+
+    def holds(self, direction: int) -> bool:
+        return direction == DIR_TO_CLIENT
+
+    def frame(self, direction: int, frame: bytes, head: FrameHead | None, out: list[Command]) -> bytes | None:
+        new = self.rewrite(frame, head)
         return frame if new is None else new
 
 
@@ -134,7 +170,7 @@ class ProxySession:
     (TLS, garbage) goes raw for good, as :class:`FrameSplitter` does.
     """
 
-    __slots__ = ("_holding", "_may_hold", "_observers", "_splitters", "hooks", "unwatched")
+    __slots__ = ("_holding", "_may_hold", "_observers", "_reads_heads", "_splitters", "hooks", "unwatched")
 
     def __init__(
         self, hooks: Sequence[Hook], *, framed: bool = True, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
@@ -151,8 +187,15 @@ class ProxySession:
             for d in (DIR_TO_SERVER, DIR_TO_CLIENT)
         }
         self._observers = [h for h in self.hooks if type(h).observe is not Hook.observe]
-        self.unwatched: list[tuple[int, list[bytes], int]] = []
-        """(direction, frames, flags) forwarded and not yet watched: what :meth:`watch` hands on."""
+        self._reads_heads: dict[int, bool] = {
+            d: any(h.reads_heads and d in h.directions for h in self.hooks)
+            for d in (DIR_TO_SERVER, DIR_TO_CLIENT)
+        }
+        """Whether a hook looking at a direction reads heads: that direction's frames are then read once
+        each (before the holding hooks if any hold it, else when they are watched)."""
+        self.unwatched: list[tuple[int, list[bytes], Heads | None, int]] = []
+        """(direction, frames, their heads or None, flags) forwarded and not yet watched: what
+        :meth:`watch` hands on."""
 
     def from_client(self, data: bytes) -> list[Command]:
         return self.receive(DIR_TO_SERVER, data)
@@ -183,7 +226,7 @@ class ProxySession:
         if splitter is None:
             out.append(Send(direction, data))
             if watched is not None:
-                watched.append((direction, [bytes(data)], FLAG_RAW))
+                watched.append((direction, [bytes(data)], None, FLAG_RAW))
             return out
         holders = self._holding[direction]
         may_hold = self._may_hold[direction]
@@ -195,7 +238,7 @@ class ProxySession:
             out.append(Send(direction, data))
             frames = splitter.feed(data)
             if frames and watched is not None:
-                watched.append((direction, frames, 0))
+                watched.append((direction, frames, None, 0))
         else:
             frames = splitter.feed(data)
             if frames:
@@ -205,12 +248,12 @@ class ProxySession:
                 for chunk in chunks:
                     out.append(Send(direction, chunk))
                 if chunks and watched is not None:
-                    watched.append((direction, chunks, FLAG_RAW))
+                    watched.append((direction, chunks, None, FLAG_RAW))
                 return out
         if splitter.raw:
             chunks = splitter.take_raw()
             if chunks and watched is not None:
-                watched.append((direction, chunks, FLAG_RAW))
+                watched.append((direction, chunks, None, FLAG_RAW))
         return out
 
     def watch(self, out: list[Command] | None = None) -> list[Command]:
@@ -222,29 +265,48 @@ class ProxySession:
         if watched:
             self.unwatched = []
             observers = self._observers
-            for direction, frames, flags in watched:
+            for direction, frames, read, flags in watched:
+                heads = read
+                if heads is None and not flags and self._reads_heads[direction]:
+                    # frames no hook held: their heads are read here, after their bytes left
+                    heads = [read_head(frames[0])] if len(frames) == 1 else [read_head(f) for f in frames]
                 for hook in observers:
-                    hook.observe(direction, frames, flags, out)
+                    hook.observe(direction, frames, heads, flags, out)
         return out
 
     def _through_holders(
         self, direction: int, frames: list[bytes], holders: list[Hook], out: list[Command]
     ) -> None:
+        reads_heads = self._reads_heads[direction]
         plain: list[bytes] = []
         changed: list[bytes] = []
+        plain_heads: Heads = []
+        changed_heads: Heads = []
+        last = holders[-1]
         for frame in frames:
+            head = current_head = read_head(frame) if reads_heads else None
             current = frame
             for hook in holders:
-                passed = hook.frame(direction, current, out)
+                passed = hook.frame(direction, current, current_head, out)
                 if passed is None:  # swallowed: recorded as it arrived, not forwarded
                     plain.append(frame)
+                    plain_heads.append(head)
                     break
+                if passed is not current and reads_heads and hook is not last:
+                    current_head = read_head(passed)  # the next holders see the frame as changed
                 current = passed
             else:
-                (plain if current is frame else changed).append(frame)
+                if current is frame:
+                    plain.append(frame)
+                    plain_heads.append(head)
+                else:
+                    changed.append(frame)
+                    changed_heads.append(head)
                 out.append(Send(direction, current))
         if self._observers:
             if plain:
-                self.unwatched.append((direction, plain, 0))
+                self.unwatched.append((direction, plain, plain_heads if reads_heads else None, 0))
             if changed:
-                self.unwatched.append((direction, changed, FLAG_REWRITTEN))
+                self.unwatched.append(
+                    (direction, changed, changed_heads if reads_heads else None, FLAG_REWRITTEN)
+                )

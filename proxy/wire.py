@@ -18,17 +18,17 @@ from rmqtwin.codec.frame import PREFIX_SIZE, FlagBits, whole_frame_prefix
 
 __all__ = [
     "CREDENTIAL_FIELDS",
+    "FrameHead",
+    "HeadFields",
     "HeaderPeek",
-    "JsonRequest",
     "JsonSummary",
-    "TopicFields",
     "binary_entries",
-    "decode_json_request",
     "decode_json_summary",
     "mask_credentials",
     "masked_at",
     "peek_header",
     "peek_summary",
+    "read_head",
     "summary_at",
 ]
 
@@ -59,13 +59,6 @@ class _AnyObject(msgspec.Struct):
     """A JSON object whose keys are not needed: checked to be an object, nothing built."""
 
 
-class TopicFields(msgspec.Struct, gc=False):
-    """The ext fields naming a request's topic (``b`` in SendMessageRequestHeaderV2's short names)."""
-
-    topic: str | None = None
-    b: str | None = None
-
-
 class JsonSummary(msgspec.Struct, gc=False):
     """What a JSON header says of the frame (its code, opaque and flag), the ext fields only checked
     to be an object. A typed decoder skips the keys it is not asked for without building them: a third
@@ -78,19 +71,52 @@ class JsonSummary(msgspec.Struct, gc=False):
     extFields: _AnyObject | None = None
 
 
-class JsonRequest(msgspec.Struct, gc=False):
-    """:class:`JsonSummary` with the ext fields that name the topic."""
+decode_json_summary = msgspec.json.Decoder(JsonSummary).decode
+"""A JSON header as :class:`JsonSummary`; ``msgspec.DecodeError`` for what it refuses."""
+
+
+class HeadFields(msgspec.Struct, gc=False):
+    """The ext fields the proxy's hooks read: the topic a request names (``b`` in
+    SendMessageRequestHeaderV2's short names) and the offset msgIds a broker's answer carries."""
+
+    topic: str | None = None
+    b: str | None = None
+    msgId: str | None = None
+    offsetMsgId: str | None = None
+
+
+class FrameHead(msgspec.Struct, gc=False):
+    """What a proxy session's hooks read of a frame's header, read once per frame (:func:`read_head`)
+    and handed to every hook that asks: the metrics and the msgId rewriting read every answer."""
 
     code: int = 0
     opaque: int = 0
     flag: int = 0
-    extFields: TopicFields | None = None
+    extFields: HeadFields | None = None
 
 
-decode_json_summary = msgspec.json.Decoder(JsonSummary).decode
-"""A JSON header as :class:`JsonSummary`; ``msgspec.DecodeError`` for what it refuses."""
-decode_json_request = msgspec.json.Decoder(JsonRequest).decode
-"""A JSON header as its code, opaque, flag and the :class:`TopicFields` of its ext fields."""
+_decode_head = msgspec.json.Decoder(FrameHead).decode
+_header_word = struct.Struct(">4xI").unpack_from
+"""The word after a whole frame's length word: serialize type (high byte) and header length."""
+
+
+def read_head(frame: bytes) -> FrameHead | None:
+    """The :class:`FrameHead` of a whole frame (length word checked, as a splitter hands it on), or
+    ``None`` for a header that cannot be read. A JSON header goes through one typed decoder that
+    builds only these fields; what it refuses (a code written as a string) and a binary header are
+    read by :func:`peek_header`."""
+    (mark,) = _header_word(frame)
+    if mark <= len(frame) - PREFIX_SIZE:  # serialize type 0 (JSON), a header that fits
+        try:
+            return _decode_head(frame[PREFIX_SIZE : PREFIX_SIZE + mark])
+        except msgspec.DecodeError:
+            pass
+    peek = peek_header(frame)
+    if peek is None:
+        return None
+    ext = peek.ext_fields
+    fields = HeadFields(ext.get("topic"), ext.get("b"), ext.get("msgId"), ext.get("offsetMsgId"))
+    return FrameHead(peek.code, peek.opaque, peek.flag, fields if ext else None)
 
 
 def peek_header(frame: bytes | memoryview) -> HeaderPeek | None:

@@ -27,7 +27,7 @@ from rmqtwin.proxy.capture import (
 from rmqtwin.proxy.faults import FaultEngine
 from rmqtwin.proxy.forwarding import KIND_BROKER, ProxiedConnection, RecordingProxy, Upstream
 from rmqtwin.proxy.recorder import Recorder
-from rmqtwin.proxy.session import Command, Hook
+from rmqtwin.proxy.session import Command, Heads, Hook
 from rmqtwin.proxy.wire import peek_header
 from tests.proxy.frames import CLUSTER_INFO, ROUTE_QUOTED, json_frame
 
@@ -110,7 +110,9 @@ def test_watching_hooks_see_a_read_after_its_bytes_were_written() -> None:
     seen: list[tuple[int, bytes, bytes]] = []
 
     class Watcher(Hook):
-        def observe(self, direction: int, frames: list[bytes], flags: int, out: list[Command]) -> None:
+        def observe(
+            self, direction: int, frames: list[bytes], heads: Heads | None, flags: int, out: list[Command]
+        ) -> None:
             seen.append((direction, up_t.value(), client_t.value()))
 
     proxy.hook_factories.append(lambda conn: Watcher())

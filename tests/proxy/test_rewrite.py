@@ -11,7 +11,7 @@ from rmqtwin.codec.message import (
     encode_message_record,
 )
 from rmqtwin.proxy.rewrite import AddressRewriter
-from rmqtwin.proxy.wire import peek_header
+from rmqtwin.proxy.wire import peek_header, read_head
 from tests.proxy.frames import CLUSTER_INFO, ROUTE_QUOTED, ROUTE_UNQUOTED, binary_frame, json_frame
 
 
@@ -186,6 +186,13 @@ def test_in_place_msg_id_patch_equals_rewriting_the_header() -> None:
         spaced = split_whole_frame(json_frame(0, 3, flag=1, ext=ext))
         assert spaced is not None
         frames.append(encode_frame(spaced[1].replace(b'"msgId":"', b'"msgId" : "'), spaced[2]))
+        # what the session's head says but a search of the bytes cannot find as Java writes it: a key
+        # or a value with a JSON escape, a key after a space
+        frames.append(encode_frame(spaced[1].replace(b'"msgId":"', b'"msg\\u0049d":"'), spaced[2]))
+        frames.append(encode_frame(spaced[1].replace(b'"offsetMsgId":"0', b'"offsetMsgId":"\\u0030'), b""))
+        frames.append(encode_frame(spaced[1].replace(b',"msgId":"', b', "msgId":"'), spaced[2]))
+        # a key holding an escaped quote before the real one: the search alone would patch the wrong one
+        frames.append(json_frame(0, 3, flag=1, ext={'x"msgId': value, "msgId": value}))
     for frame in frames:
         rewriter = AddressRewriter(Ports(), LISTENERS.get)
         parts = split_whole_frame(frame)
@@ -196,4 +203,9 @@ def test_in_place_msg_id_patch_equals_rewriting_the_header() -> None:
         body = body.replace(BROKER_HOST, LISTENER_HOST)
         expected = encode_frame(header, body, serialize_type)
         out = rewriter.rewrite_broker_frame(frame)
+        assert (frame if out is None else out) == expected
+        # the same with the head a session read: its msgIds found by one search each, or the slow way
+        head = read_head(frame)
+        assert head is not None
+        out = rewriter.rewrite_broker_frame(frame, head)
         assert (frame if out is None else out) == expected

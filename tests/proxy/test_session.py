@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import struct
+
+import pytest
+
+import rmqtwin.proxy.session as session_module
 from rmqtwin.proxy.capture import DIR_TO_CLIENT, DIR_TO_SERVER, FLAG_RAW, FLAG_REWRITTEN
 from rmqtwin.proxy.session import (
     Close,
     Command,
+    Heads,
     Hook,
     ProxySession,
     Record,
@@ -13,6 +19,7 @@ from rmqtwin.proxy.session import (
     RewriteHook,
     Send,
 )
+from rmqtwin.proxy.wire import FrameHead, read_head
 from tests.proxy.frames import json_frame, play
 
 C2S = DIR_TO_SERVER
@@ -82,7 +89,7 @@ class Answering(Hook):
     def holds(self, direction: int) -> bool:
         return self.on and direction == C2S
 
-    def frame(self, direction: int, frame: bytes, out: list[Command]) -> bytes | None:
+    def frame(self, direction: int, frame: bytes, head: FrameHead | None, out: list[Command]) -> bytes | None:
         if frame == REQUEST:
             out.append(Send(S2C, ANSWER))
             return None
@@ -102,3 +109,61 @@ def test_a_hook_starts_holding_on_the_next_frame_boundary_and_may_answer_or_clos
     assert play(session, (C2S, other)) == [Close("fault"), Send(C2S, other), Record(C2S, [other])]
     hook.on = False
     assert play(session, (C2S, REQUEST[:7])) == [Send(C2S, REQUEST[:7])]
+
+
+class Seeing(Hook):
+    """Holds the answers if ``holding``; notes the heads it is handed, changes ANSWER to ``change_to``."""
+
+    def __init__(self, *, reads_heads: bool, holding: bool = False, change_to: bytes | None = None) -> None:
+        self.reads_heads = reads_heads
+        self.holding = holding
+        self.change_to = change_to
+        self.held: list[tuple[int, int] | None] = []
+        self.watched: list[list[tuple[int, int] | None] | None] = []
+
+    def holds(self, direction: int) -> bool:
+        return self.holding and direction == S2C
+
+    def frame(self, direction: int, frame: bytes, head: FrameHead | None, out: list[Command]) -> bytes | None:
+        self.held.append(None if head is None else (head.code, head.opaque))
+        return self.change_to if self.change_to is not None and frame == ANSWER else frame
+
+    def observe(
+        self, direction: int, frames: list[bytes], heads: Heads | None, flags: int, out: list[Command]
+    ) -> None:
+        self.watched.append(None if heads is None else [h and (h.code, h.opaque) for h in heads])
+
+
+def test_each_frames_head_is_read_once_and_handed_to_the_hooks_that_read_heads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reads: list[bytes] = []
+
+    def counted(frame: bytes) -> FrameHead | None:
+        reads.append(frame)
+        return read_head(frame)
+
+    monkeypatch.setattr(session_module, "read_head", counted)
+    changed = json_frame(7, 1, flag=1, ext={"msgId": "Y"})
+    changer = Seeing(reads_heads=True, holding=True, change_to=changed)
+    after = Seeing(reads_heads=True, holding=True)
+    blind = Seeing(reads_heads=False)
+    watcher = Seeing(reads_heads=True)
+    session = ProxySession([changer, after, blind, watcher])
+    garbage = struct.pack(">II", 12, 8) + b"\xff" * 8  # a whole frame whose header cannot be read
+    play(session, (C2S, REQUEST + garbage), (S2C, ANSWER))
+    # the request and the unreadable frame once each (when watched), the answer once before the
+    # holders, and once more as changed for the holder after the change: never once per hook
+    assert reads == [REQUEST, garbage, ANSWER, changed]
+    assert changer.held == [(0, 1)]
+    assert after.held == [(7, 1)]  # the frame as the hook before it changed it
+    assert blind.held == []
+    # watching hooks see the frames as they arrived, with their own heads
+    assert watcher.watched == [[(10, 1), None], [(0, 1)]]
+
+
+def test_no_head_is_read_when_no_hook_reads_heads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_module, "read_head", lambda frame: pytest.fail("a head was read"))
+    hook = Seeing(reads_heads=False, holding=True)
+    play(ProxySession([hook, RecordHook()]), (C2S, REQUEST), (S2C, ANSWER))
+    assert hook.held == [None] and hook.watched == [None, None]

@@ -9,9 +9,11 @@ from hypothesis import strategies as st
 
 from rmqtwin.codec.frame import FrameSplitter
 from rmqtwin.proxy.wire import (
+    HeadFields,
     mask_credentials,
     peek_header,
     peek_summary,
+    read_head,
 )
 from tests.proxy.frames import binary_frame, json_frame
 
@@ -152,3 +154,50 @@ def test_the_typed_summary_reads_what_the_loose_way_reads(header: bytes) -> None
     bits aside: the typed decoder reads them exactly, orjson as a float; Java's fields are 32-bit."""
     frame = struct.pack(">II", 4 + len(header), len(header)) + header
     assert peek_summary(frame) == _loosely(header)
+
+
+def _head_fields(frame: bytes) -> tuple[object, ...] | None:
+    """(code, opaque, flag, topic, b, msgId, offsetMsgId) as the loose way (peek_header) reads them."""
+    peek = peek_header(frame)
+    if peek is None:
+        return None
+    ext = peek.ext_fields
+    return (peek.code, peek.opaque, peek.flag, *(ext.get(k) for k in ("topic", "b", "msgId", "offsetMsgId")))
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b'{"code":310,"extFields":{"a":"PG","b":"T"},"flag":0,"language":"JAVA","opaque":7,"version":409}',
+        b'{"code":0,"extFields":{"queueId":"1","msgId":"0A00","offsetMsgId":"0B"},"flag":1,"opaque":7}',
+        b'{"code":105,"extFields":{"topic":"T\\u00fc"},"opaque":2}',
+        b'{"version":409,"opaque":7,"flag":1,"code":0}',
+        b'{"code":"310","flag":"1","opaque":"7","extFields":{"b":"T"}}',
+        b'{"code":310.0,"flag":true,"opaque":-7}',
+        b'{"code":1,"code":2,"opaque":3,"opaque":4}',
+        b'{"code":11,"extFields":{"topic":5,"b":["x"]},"opaque":1}',
+        b'{"code":11,"opaque":1,"remark":"\\u00fc \\"opaque\\":2 \\ud800"}',
+        b'{"code":"x","opaque":1}',
+        b"[310, 1]",
+        b"{}",
+        b'{"code":310',
+        b"\xff",
+    ],
+)
+def test_a_frames_head_is_what_the_loose_way_reads(header: bytes) -> None:
+    """read_head's typed decoder hands what its strict types refuse to peek_header: what a proxy
+    session hands its hooks is what the loose way reads, for a JSON header as for a binary one."""
+    frame = struct.pack(">II", 4 + len(header), len(header)) + header
+    head = read_head(frame)
+    got = None if head is None else (head.code, head.opaque, head.flag)
+    if head is not None:
+        ext = head.extFields or HeadFields()
+        got = (*got, ext.topic, ext.b, ext.msgId, ext.offsetMsgId)
+    assert got == _head_fields(frame)
+    ext = {"b": "T", "msgId": "0A00,0B00", "queueId": "3"}
+    binary = binary_frame(310, 9, flag=1, ext=ext, remark="r", body=b"x")
+    head = read_head(binary)
+    assert head is not None and head.extFields is not None
+    fields = head.extFields
+    assert (head.code, head.opaque, head.flag, fields.b, fields.msgId) == (310, 9, 1, "T", "0A00,0B00")
+    assert read_head(SHEET_BINARY[:12]) is None
