@@ -274,7 +274,7 @@ def metrics_rounds(args: argparse.Namespace) -> int:
                         }
                     )
                 print(
-                    f"round {i + 1}: "
+                    f"round {i + 1} (proxy CPU per message): "
                     + ", ".join(
                         f"{n} {runs[n][-1]['tps']:.0f} TPS, {runs[n][-1]['cpu_us']:.1f} us CPU per message"
                         for n in names
@@ -315,6 +315,117 @@ def metrics_rounds(args: argparse.Namespace) -> int:
     return 0
 
 
+CHAINS = {"metrics outer": (True, False), "metrics inner": (False, True), "control": (False, False)}
+"""Two proxies in a row (the producer, the outer proxy, the inner proxy, the broker): which of them
+runs with --metrics-port."""
+
+
+def metrics_chained(args: argparse.Namespace) -> int:
+    """Issue 16's proxy metrics cost with both proxies on the same messages: two proxies in a row, one
+    with --metrics-port, the other forward-only, each doing the same forwarding and msgId rewriting;
+    what the metered one spends more per message is the metrics' cost, measured within one run (what
+    moves the machine between runs moves both alike). The metered proxy stands first in one chain and
+    second in the other, and the mean of the two differences cancels what standing first or second
+    costs; a third chain of two forward-only proxies shows that position effect directly."""
+    from rmqtwin.conformance.java_client import JavaClient
+    from rmqtwin.conformance.launcher import RealRocketMQ
+    from rmqtwin.proxy.process import ProxyProcess, start_proxy
+
+    client = JavaClient(args.version)
+    rows: dict[str, list[dict[str, float]]] = {name: [] for name in (*CHAINS, "one proxy")}
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp, RealRocketMQ(args.version) as rmq:
+        chains: dict[str, tuple[ProxyProcess, ProxyProcess]] = {}
+        try:
+            for n, (name, (outer_metered, inner_metered)) in enumerate(CHAINS.items()):
+                metered = ("--metrics-port", "0")
+                inner = start_proxy(
+                    rmq.namesrv_addr,
+                    Path(tmp) / f"inner{n}",
+                    *(metered if inner_metered else ()),
+                    record=False,
+                )
+                chains[name] = (
+                    start_proxy(
+                        inner.namesrv,
+                        Path(tmp) / f"outer{n}",
+                        *(metered if outer_metered else ()),
+                        record=False,
+                    ),
+                    inner,
+                )
+            bench(client, rmq.namesrv_addr, args, "BenchWarmup")  # creates the topic route, warms the broker
+            # "one proxy": the control chain's second proxy alone, for the machine's CPU per message
+            names = [*CHAINS, "one proxy"]
+            chains["one proxy"] = (chains["control"][1], chains["control"][1])
+            for i in range(args.metrics_chained):
+                order = names[i % 4 :] + names[: i % 4]
+                for name in order[::-1] if (i // 4) % 2 else order:
+                    outer, inner = chains[name]
+                    pids = (outer.process.pid, inner.process.pid)
+                    cpu0 = [cpu_seconds([pid]) for pid in pids]
+                    busy0, _ = machine_cpu_seconds()
+                    summary = bench(client, outer.namesrv, args, f"Chain{name.title().replace(' ', '')}{i}")
+                    for proxy in (outer, inner):
+                        if proxy.metrics_url is not None:
+                            scrape(proxy.metrics_url)
+                    busy1, _ = machine_cpu_seconds()
+                    sent = max(summary["sent"] * (1 + 3.0 / (summary["durationMs"] / 1000)), 1)
+                    outer_us, inner_us = (
+                        (cpu_seconds([pid]) - c) / sent * 1e6 for pid, c in zip(pids, cpu0, strict=True)
+                    )
+                    rows[name].append(
+                        {"outer": outer_us, "inner": inner_us, "machine": (busy1 - busy0) / sent * 1e6}
+                    )
+                print(
+                    f"round {i + 1} (proxy CPU per message): "
+                    + ", ".join(
+                        f"{n}: outer {rows[n][-1]['outer']:.1f} us, inner {rows[n][-1]['inner']:.1f} us"
+                        for n in CHAINS
+                    )
+                    + f"; one proxy {rows['one proxy'][-1]['inner']:.1f} us, the machine "
+                    + f"{rows['one proxy'][-1]['machine']:.0f} us",
+                    flush=True,
+                )
+        finally:
+            for proxy in {p.process.pid: p for pair in chains.values() for p in pair}.values():
+                proxy.stop(timeout=60)
+    # per round: the metered proxy's CPU per message minus the forward-only one's in the same run
+    outer_metered = [r["outer"] - r["inner"] for r in rows["metrics outer"]]
+    inner_metered = [r["inner"] - r["outer"] for r in rows["metrics inner"]]
+    added = [(a + b) / 2 for a, b in zip(outer_metered, inner_metered, strict=True)]
+    position = [(a - b) / 2 for a, b in zip(outer_metered, inner_metered, strict=True)]
+    control = [r["outer"] - r["inner"] for r in rows["control"]]
+    forward = statistics.median(r["inner"] for r in rows["one proxy"])
+    machine = statistics.median(r["machine"] for r in rows["one proxy"])
+    share = statistics.median(added) / machine
+    print(
+        f"Java benchmark producer, RocketMQ {args.version}, sync, {args.threads} threads, {args.body} B "
+        f"bodies, {args.seconds:.0f} s x {args.metrics_chained} rounds, two proxies in a row; load average "
+        f"{load_before:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
+    print(
+        "metrics' added proxy CPU per message (the metered proxy less the forward-only one on the same "
+        "messages, the mean of it standing first and second): "
+        + by_round(added, "+.2f", unit=" us", note=f", forward-only proxy {forward:.1f} us")
+    )
+    print(
+        "position (what standing first costs more than second): from the metered chains "
+        + by_round(position, "+.2f", unit=" us")
+        + "; the control chain of two forward-only proxies "
+        + by_round(control, "+.2f", unit=" us")
+    )
+    print(
+        f"the machine's CPU per message with one forward-only proxy: {machine:.0f} us (all processes, the "
+        f"producer JVM's start included): the metrics' added proxy CPU is {share:.1%} of it, the TPS a "
+        "CPU-bound machine loses to them"
+    )
+    print(metrics_line(forward))
+    verdict = "met" if share <= 0.03 else "MISSED"
+    print(f"target (issue 16): metrics cost <= 3% of the machine's CPU per message: {verdict}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -339,7 +450,16 @@ def main() -> int:
         metavar="N",
         help="only the metrics cost: N rounds of the forward-only proxy and the same with --metrics-port",
     )
+    parser.add_argument(
+        "--metrics-chained",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only the metrics cost, two proxies in a row (one metered) on the same messages: N rounds",
+    )
     args = parser.parse_args()
+    if args.metrics_chained:
+        return metrics_chained(args)
     if args.metrics_in_process:
         print(metrics_line())
         return 0

@@ -102,9 +102,12 @@ class Hook:
 
     directions: frozenset[int] = BOTH
     reads_heads: bool = False
+    always_holds: frozenset[int] = frozenset()
+    """Directions the hook holds for good (the address rewriting): the session asks :meth:`holds`
+    only of the hooks that override it."""
 
     def holds(self, direction: int) -> bool:
-        return False
+        return direction in self.always_holds
 
     def frame(self, direction: int, frame: bytes, head: FrameHead | None, out: list[Command]) -> bytes | None:
         """A held frame: return it (forward unchanged), a new frame (forward that instead) or None
@@ -131,13 +134,10 @@ class RecordHook(Hook):
 class RewriteHook(Hook):
     """Broker-address rewriting of upstream-to-client frames (:mod:`rmqtwin.proxy.rewrite`)."""
 
-    directions = frozenset((DIR_TO_CLIENT,))
+    directions = always_holds = frozenset((DIR_TO_CLIENT,))
 
     def __init__(self, rewrite: Callable[[bytes], bytes | None]) -> None:
         self.rewrite = rewrite
-
-    def holds(self, direction: int) -> bool:
-        return direction == DIR_TO_CLIENT
 
     def frame(self, direction: int, frame: bytes, head: FrameHead | None, out: list[Command]) -> bytes | None:
         new = self.rewrite(frame)
@@ -148,14 +148,11 @@ class BrokerRewriteHook(Hook):
     """The offset msgIds and store hosts a broker names in what it sends to clients
     (:meth:`rmqtwin.proxy.rewrite.AddressRewriter.rewrite_broker_frame`), read from the frame's head."""
 
-    directions = frozenset((DIR_TO_CLIENT,))
+    directions = always_holds = frozenset((DIR_TO_CLIENT,))
     reads_heads = True
 
     def __init__(self, rewrite: Callable[[bytes, FrameHead | None], bytes | None]) -> None:
         self.rewrite = rewrite
-
-    def holds(self, direction: int) -> bool:
-        return direction == DIR_TO_CLIENT
 
     def frame(self, direction: int, frame: bytes, head: FrameHead | None, out: list[Command]) -> bytes | None:
         new = self.rewrite(frame, head)
@@ -180,12 +177,23 @@ class ProxySession:
             d: FrameSplitter(max_frame_size) if framed and any(d in h.directions for h in hooks) else None
             for d in (DIR_TO_SERVER, DIR_TO_CLIENT)
         }
-        self._holding: dict[int, list[Hook]] = {DIR_TO_SERVER: [], DIR_TO_CLIENT: []}
-        # Only hooks that override a method are asked: the default ones do nothing, per frame.
+        # Only hooks that override a method are asked: the default ones do nothing, per frame. The
+        # hooks holding a direction for good hold it from the start; the others are asked on each
+        # frame boundary, in the hooks' order with the former.
         self._may_hold: dict[int, list[Hook]] = {
-            d: [h for h in self.hooks if d in h.directions and type(h).holds is not Hook.holds]
+            d: [
+                h
+                for h in self.hooks
+                if d in h.directions and (type(h).holds is not Hook.holds or d in h.always_holds)
+            ]
             for d in (DIR_TO_SERVER, DIR_TO_CLIENT)
         }
+        self._holding: dict[int, list[Hook]] = {
+            d: [h for h in may_hold if d in h.always_holds] for d, may_hold in self._may_hold.items()
+        }
+        for may_hold in self._may_hold.values():
+            if all(type(h).holds is Hook.holds for h in may_hold):
+                may_hold.clear()  # the holders never change
         self._observers = [h for h in self.hooks if type(h).observe is not Hook.observe]
         self._reads_heads: dict[int, bool] = {
             d: any(h.reads_heads and d in h.directions for h in self.hooks)
