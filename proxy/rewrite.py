@@ -159,16 +159,8 @@ class AddressRewriter:
         serialize_type, header_length = prefix
         header_end = PREFIX_SIZE + header_length
         patches: list[tuple[int, bytes]] = []
-        by_head = (
-            head is not None and serialize_type == 0 and self._head_patches(frame, head, header_end, patches)
-        )
-        if not by_head:
-            patches.clear()
-        if not by_head and frame.find(b"sgId", PREFIX_SIZE, header_end) >= 0:
-            for start, value in _field_values(frame, serialize_type, header_end, _MSG_ID_FIELDS):
-                new = self._swap_msg_ids("", value)
-                if new is not value:
-                    patches.append((start, new))
+        if head is None or serialize_type != 0 or not self._head_patches(frame, head, header_end, patches):
+            patches = self._searched_patches(frame, serialize_type, header_end)
         if frame[header_end + 4 : header_end + 8] in _RECORD_MAGICS:
             self._store_host_patches(frame, header_end, patches)
         if not patches:
@@ -182,11 +174,25 @@ class AddressRewriter:
             out[start : start + len(new)] = new
         return bytes(out)
 
+    def _searched_patches(
+        self, frame: bytes, serialize_type: int, header_end: int
+    ) -> list[tuple[int, bytes]]:
+        """Patches for the offset msgIds of a header searched field by field (no head, a binary header,
+        or a JSON one not written as Java writes it)."""
+        patches = []
+        if frame.find(b"sgId", PREFIX_SIZE, header_end) >= 0:
+            for start, value in _field_values(frame, serialize_type, header_end, _MSG_ID_FIELDS):
+                new = self._swap_msg_ids("", value)
+                if new is not value:
+                    patches.append((start, new))
+        return patches
+
     def _head_patches(
         self, frame: bytes, head: FrameHead, header_end: int, patches: list[tuple[int, bytes]]
     ) -> bool:
-        """Patches for the offset msgIds ``head`` names in a JSON header; False when one is not where
-        Java writes it (``{"`` or ``,"`` then the field, no spaces, no escapes): the regex finds those."""
+        """Patches for the offset msgIds ``head`` names in a JSON header, appended to ``patches``; False
+        when one is not where Java writes it (``{"`` or ``,"`` then the field, no spaces, no escapes):
+        the caller then searches the header instead."""
         ext = head.extFields
         if ext is None:
             return True
