@@ -129,25 +129,30 @@ def _loosely(header: bytes) -> tuple[int, int, int, int] | None:
         return None
 
 
-@pytest.mark.parametrize(
-    "header",
-    [
-        b'{"code":310,"extFields":{"a":"PG","b":"T"},"flag":0,"language":"JAVA","opaque":7,"version":409}',
-        b'{"version":409,"opaque":7,"flag":1,"code":0}',
-        b'{"code":"310","flag":"1","opaque":"7"}',
-        b'{"code":310.0,"flag":true,"opaque":-7}',
-        b'{"code":1,"code":2,"opaque":3,"opaque":4}',
-        b'{"code":11,"extFields":null,"opaque":1}',
-        b'{"code":11,"extFields":{"topic":5,"b":["x"]},"opaque":1}',
-        b'{"code":11,"extFields":[],"opaque":1}',
-        b'{"code":11,"opaque":1,"remark":"\\u00fc \\"opaque\\":2 \\ud800"}',
-        b'{"code":"x","opaque":1}',
-        b"[310, 1]",
-        b"{}",
-        b'{"code":310',
-        b"\xff",
-    ],
-)
+ODD_HEADERS = [
+    b'{"code":310,"extFields":{"a":"PG","b":"T"},"flag":0,"language":"JAVA","opaque":7,"version":409}',
+    b'{"code":0,"extFields":{"queueId":"1","msgId":"0A00","offsetMsgId":"0B"},"flag":1,"opaque":7}',
+    b'{"code":105,"extFields":{"topic":"T\\u00fc"},"opaque":2}',
+    b'{"version":409,"opaque":7,"flag":1,"code":0}',
+    b'{"code":"310","flag":"1","opaque":"7"}',
+    b'{"code":"310","flag":"1","opaque":"7","extFields":{"b":"T"}}',
+    b'{"code":310.0,"flag":true,"opaque":-7}',
+    b'{"code":1,"code":2,"opaque":3,"opaque":4}',
+    b'{"code":11,"extFields":null,"opaque":1}',
+    b'{"code":11,"extFields":{"topic":5,"b":["x"]},"opaque":1}',
+    b'{"code":11,"extFields":[],"opaque":1}',
+    b'{"code":11,"opaque":1,"remark":"\\u00fc \\"opaque\\":2 \\ud800"}',
+    b'{"code":"x","opaque":1}',
+    b"[310, 1]",
+    b"{}",
+    b'{"code":310',
+    b"\xff",
+]
+"""JSON headers as Java writes them and as it does not: each typed decoder must read them as the loose
+way (orjson and ``int()``) does."""
+
+
+@pytest.mark.parametrize("header", ODD_HEADERS)
 def test_the_typed_summary_reads_what_the_loose_way_reads(header: bytes) -> None:
     """peek_summary's typed decoder hands what its strict types refuse to the loose way: the result is
     what orjson and int() give (the labels and pairing of the metrics depend on it). Integers past 64
@@ -165,28 +170,10 @@ def _head_fields(frame: bytes) -> tuple[object, ...] | None:
     return (peek.code, peek.opaque, peek.flag, *(ext.get(k) for k in ("topic", "b", "msgId", "offsetMsgId")))
 
 
-@pytest.mark.parametrize(
-    "header",
-    [
-        b'{"code":310,"extFields":{"a":"PG","b":"T"},"flag":0,"language":"JAVA","opaque":7,"version":409}',
-        b'{"code":0,"extFields":{"queueId":"1","msgId":"0A00","offsetMsgId":"0B"},"flag":1,"opaque":7}',
-        b'{"code":105,"extFields":{"topic":"T\\u00fc"},"opaque":2}',
-        b'{"version":409,"opaque":7,"flag":1,"code":0}',
-        b'{"code":"310","flag":"1","opaque":"7","extFields":{"b":"T"}}',
-        b'{"code":310.0,"flag":true,"opaque":-7}',
-        b'{"code":1,"code":2,"opaque":3,"opaque":4}',
-        b'{"code":11,"extFields":{"topic":5,"b":["x"]},"opaque":1}',
-        b'{"code":11,"opaque":1,"remark":"\\u00fc \\"opaque\\":2 \\ud800"}',
-        b'{"code":"x","opaque":1}',
-        b"[310, 1]",
-        b"{}",
-        b'{"code":310',
-        b"\xff",
-    ],
-)
+@pytest.mark.parametrize("header", ODD_HEADERS)
 def test_a_frames_head_is_what_the_loose_way_reads(header: bytes) -> None:
     """read_head's typed decoder hands what its strict types refuse to peek_header: what a proxy
-    session hands its hooks is what the loose way reads, for a JSON header as for a binary one."""
+    session hands its hooks is what the loose way reads."""
     frame = struct.pack(">II", 4 + len(header), len(header)) + header
     head = read_head(frame)
     got = None if head is None else (head.code, head.opaque, head.flag)
@@ -194,6 +181,9 @@ def test_a_frames_head_is_what_the_loose_way_reads(header: bytes) -> None:
         ext = head.extFields or HeadFields()
         got = (*got, ext.topic, ext.b, ext.msgId, ext.offsetMsgId)
     assert got == _head_fields(frame)
+
+
+def test_a_binary_frames_head_and_an_unreadable_one() -> None:
     ext = {"b": "T", "msgId": "0A00,0B00", "queueId": "3"}
     binary = binary_frame(310, 9, flag=1, ext=ext, remark="r", body=b"x")
     head = read_head(binary)
